@@ -1,0 +1,26 @@
+# The two commands of the README: `make run` and `make test`. Both set up what they need first.
+PY := .venv/bin/python
+
+.PHONY: setup run test check format demo
+
+setup:
+	bash scripts/setup.sh
+
+run: setup
+	$(PY) -m app.demo
+
+# Every test, plus lint, format and type checks. The torch oracle is installed first: the
+# differential tests compare the engine against real PyTorch 2.8.0.
+test:
+	bash scripts/setup.sh --oracle
+	$(MAKE) --no-print-directory check
+	$(PY) -m pytest -q -n 2 -p no:cacheprovider
+
+check:
+	$(PY) -m ruff check engine app tests scripts
+	$(PY) -m ruff format --check engine app tests scripts
+	$(PY) -m mypy
+
+format:
+	$(PY) -m ruff format engine app tests scripts
+	$(PY) -m ruff check --fix engine app tests scripts

@@ -1,0 +1,56 @@
+"""The engine's thread-local state: what PyTorch keeps in C++ thread-locals.
+
+Grad mode, inference mode, the ``sequence_nr`` counter, the saved-tensor hooks stack, the
+graph task running on this thread and the dispatch-mode stack all live here, one object per
+thread, so that two threads running forward and backward on separate graphs never see each
+other's settings (the "Autograd mechanics" seed, section "Multithreaded Autograd").
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from engine.autograd.engine import GraphTask
+    from engine.ops._dispatch import DispatchMode
+
+__all__ = ["_current_graph_task_id", "_tls"]
+
+
+class _ThreadLocalState(threading.local):
+    def __init__(self) -> None:
+        self.grad_enabled = True
+        self.inference_mode = False
+        # Note [sequence_nr]
+        # ~~~~~~~~~~~~~~~~~~
+        # Every Node gets the next value of a per-thread counter when it is created. The engine's
+        # ready queue pops the ready node with the highest sequence_nr first, so backward runs
+        # nodes in reverse creation order whenever the graph leaves a choice.
+        # AccumulateGrad nodes take UINT64_MAX instead, so they run as soon as they are ready.
+        self.sequence_nr = 0
+        # The saved-tensor hooks stack (innermost pair last) and the message that makes pushing
+        # a pair an error (``disable_saved_tensors_hooks``).
+        self.saved_tensors_hooks: list[tuple[Any, Any]] = []
+        self.saved_tensors_hooks_disabled: str | None = None
+        # The graph task this thread is executing, and the depth of re-entrant backward calls.
+        self.graph_task: GraphTask | None = None
+        self.reentrant_depth = 0
+        self.ready_queue: Any = None
+        # Python dispatch modes (``engine.ops._dispatch.DispatchMode``), innermost last.
+        self.dispatch_modes: list[DispatchMode] = []
+        # Set while a dispatch mode runs: ops called there skip autograd (they run "below" it).
+        self.below_autograd = False
+
+
+_tls = _ThreadLocalState()
+
+
+def _current_graph_task_id() -> int:
+    """The id of the backward pass running on this thread, ``-1`` outside backward."""
+    task = _tls.graph_task
+    return -1 if task is None else task.id
+
+
+def _get_sequence_nr() -> int:
+    return _tls.sequence_nr

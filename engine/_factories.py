@@ -1,0 +1,202 @@
+"""Tensor factories: ``tensor``, ``zeros``, ``ones``, ``rand`` ... (``torch`` namespace functions)."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from engine import _dtype
+from engine._dtype import dtype
+from engine._tensor import Tensor
+from engine.random import Generator, _gen
+
+__all__ = [
+    "arange",
+    "as_tensor",
+    "empty",
+    "empty_like",
+    "eye",
+    "from_numpy",
+    "full",
+    "full_like",
+    "linspace",
+    "ones",
+    "ones_like",
+    "rand",
+    "rand_like",
+    "randint",
+    "randn",
+    "randn_like",
+    "tensor",
+    "zeros",
+    "zeros_like",
+]
+
+
+def _shape(size: Sequence[Any]) -> tuple[int, ...]:
+    if len(size) == 1 and isinstance(size[0], (tuple, list)):
+        size = size[0]
+    return tuple(int(s) for s in size)
+
+
+def _new(data: np.ndarray, requires_grad: bool) -> Tensor:
+    return Tensor._make(data, requires_grad)
+
+
+def _infer_dtype(data: Any) -> dtype:
+    flat = np.asarray(data)
+    if flat.dtype == np.bool_:
+        return _dtype.bool_
+    if np.issubdtype(flat.dtype, np.integer):
+        return _dtype.int64
+    if np.issubdtype(flat.dtype, np.complexfloating):
+        return _dtype.get_default_dtype().to_complex()
+    return _dtype.get_default_dtype()
+
+
+def tensor(data: Any, dtype: dtype | None = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    """A new tensor holding a copy of ``data`` (nested lists, numbers, a NumPy array)."""
+    if isinstance(data, Tensor):
+        warnings.warn(
+            "To copy construct from a tensor, it is recommended to use sourceTensor.detach()."
+            "clone() or sourceTensor.detach().clone().requires_grad_(True), rather than "
+            "engine.tensor(sourceTensor).",
+            UserWarning,
+            stacklevel=2,
+        )
+        d = dtype or data.dtype
+        return _new(np.array(data._data, dtype=d._np, copy=True), requires_grad)
+    if isinstance(data, np.ndarray):
+        d = dtype or _dtype.from_numpy(data.dtype)
+    else:
+        if isinstance(data, (list, tuple)) and any(isinstance(x, Tensor) for x in _flatten(data)):
+            data = _to_nested_values(data)
+        d = dtype or _infer_dtype(data)
+    return _new(np.array(data, dtype=d._np, copy=True), requires_grad)
+
+
+def _flatten(data: Any) -> list[Any]:
+    if isinstance(data, (list, tuple)):
+        return [y for x in data for y in _flatten(x)]
+    return [data]
+
+
+def _to_nested_values(data: Any) -> Any:
+    if isinstance(data, (list, tuple)):
+        return [_to_nested_values(x) for x in data]
+    if isinstance(data, Tensor):
+        return data._data.tolist()
+    return data
+
+
+def as_tensor(data: Any, dtype: dtype | None = None, device: Any = None) -> Tensor:
+    if isinstance(data, Tensor) and (dtype is None or data.dtype is dtype):
+        return data
+    return tensor(data, dtype=dtype)
+
+
+def from_numpy(a: np.ndarray) -> Tensor:
+    """A tensor sharing memory with ``a``."""
+    return _new(a, False)
+
+
+def _float(dtype: dtype | None) -> dtype:
+    return dtype or _dtype.get_default_dtype()
+
+
+def zeros(*size: Any, dtype: dtype | None = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    return _new(np.zeros(_shape(size), _float(dtype)._np), requires_grad)
+
+
+def ones(*size: Any, dtype: dtype | None = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    return _new(np.ones(_shape(size), _float(dtype)._np), requires_grad)
+
+
+def empty(*size: Any, dtype: dtype | None = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    # Zero-filled rather than uninitialised, so that runs are reproducible.
+    return _new(np.zeros(_shape(size), _float(dtype)._np), requires_grad)
+
+
+def full(size: Sequence[int], fill_value: Any, dtype: dtype | None = None, device: Any = None,
+         requires_grad: bool = False) -> Tensor:
+    d = dtype or _infer_dtype(fill_value)
+    return _new(np.full(_shape((size,)), fill_value, d._np), requires_grad)
+
+
+def arange(start: Any, end: Any = None, step: Any = 1, dtype: dtype | None = None, device: Any = None,
+           requires_grad: bool = False) -> Tensor:
+    if end is None:
+        start, end = 0, start
+    if dtype is None:
+        dtype = _dtype.int64 if all(isinstance(v, int) for v in (start, end, step)) else _dtype.get_default_dtype()
+    return _new(np.arange(start, end, step).astype(dtype._np), requires_grad)
+
+
+def linspace(start: float, end: float, steps: int, dtype: dtype | None = None, device: Any = None,
+             requires_grad: bool = False) -> Tensor:
+    return _new(np.linspace(start, end, steps).astype(_float(dtype)._np), requires_grad)
+
+
+def eye(n: int, m: int | None = None, dtype: dtype | None = None, device: Any = None,
+        requires_grad: bool = False) -> Tensor:
+    return _new(np.eye(n, m, dtype=_float(dtype)._np), requires_grad)
+
+
+def rand(*size: Any, generator: Generator | None = None, dtype: dtype | None = None, device: Any = None,
+         requires_grad: bool = False) -> Tensor:
+    return _new(_gen(generator).random(_shape(size)).astype(_float(dtype)._np), requires_grad)
+
+
+def randn(*size: Any, generator: Generator | None = None, dtype: dtype | None = None, device: Any = None,
+          requires_grad: bool = False) -> Tensor:
+    return _new(_gen(generator).standard_normal(_shape(size)).astype(_float(dtype)._np), requires_grad)
+
+
+def randint(low: int, high: int | None = None, size: Sequence[int] = (), generator: Generator | None = None,
+            dtype: dtype | None = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    if high is None:
+        low, high = 0, low
+    d = dtype or _dtype.int64
+    return _new(_gen(generator).integers(low, high, _shape((size,))).astype(d._np), requires_grad)
+
+
+def _like(t: Tensor, dtype: dtype | None) -> tuple[tuple[int, ...], dtype]:
+    return tuple(t.shape), dtype or t.dtype
+
+
+def zeros_like(input: Tensor, dtype: dtype | None = None, device: Any = None, requires_grad: bool = False,  # noqa: A002
+               memory_format: Any = None) -> Tensor:
+    shape, d = _like(input, dtype)
+    return _new(np.zeros(shape, d._np), requires_grad)
+
+
+def ones_like(input: Tensor, dtype: dtype | None = None, device: Any = None, requires_grad: bool = False,  # noqa: A002
+              memory_format: Any = None) -> Tensor:
+    shape, d = _like(input, dtype)
+    return _new(np.ones(shape, d._np), requires_grad)
+
+
+def empty_like(input: Tensor, dtype: dtype | None = None, device: Any = None, requires_grad: bool = False,  # noqa: A002
+               memory_format: Any = None) -> Tensor:
+    return zeros_like(input, dtype=dtype, requires_grad=requires_grad)
+
+
+def full_like(input: Tensor, fill_value: Any, dtype: dtype | None = None, device: Any = None,  # noqa: A002
+              requires_grad: bool = False) -> Tensor:
+    shape, d = _like(input, dtype)
+    return _new(np.full(shape, fill_value, d._np), requires_grad)
+
+
+def rand_like(input: Tensor, dtype: dtype | None = None, device: Any = None, requires_grad: bool = False,  # noqa: A002
+              generator: Generator | None = None) -> Tensor:
+    shape, d = _like(input, dtype)
+    return _new(_gen(generator).random(shape).astype(d._np), requires_grad)
+
+
+def randn_like(input: Tensor, dtype: dtype | None = None, device: Any = None, requires_grad: bool = False,  # noqa: A002
+               generator: Generator | None = None) -> Tensor:
+    shape, d = _like(input, dtype)
+    return _new(_gen(generator).standard_normal(shape).astype(d._np), requires_grad)

@@ -1,0 +1,555 @@
+"""``engine.Tensor``: a NumPy array plus PyTorch's autograd metadata.
+
+The numeric methods (``sin``, ``sum``, ``__add__`` ...) are not written here: each op is one entry
+in the op table (``engine/ops``) and ``engine/ops/_methods.py`` installs it on this class. What
+lives here is the autograd state a tensor carries, mirroring PyTorch's ``AutogradMeta``:
+``grad_fn`` / ``output_nr`` (its place in the graph), ``requires_grad`` and ``grad`` for leaves,
+the shared version counter, view information, and tensor hooks.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from engine import _dtype
+from engine._C import _tls
+from engine._dtype import dtype
+
+if TYPE_CHECKING:
+    from engine.autograd.graph import AccumulateGrad, Node
+
+__all__ = ["Size", "Tensor", "device"]
+
+
+class Size(tuple[int, ...]):
+    """``engine.Size``: a tuple of ints that prints like PyTorch's."""
+
+    def __repr__(self) -> str:
+        return f"engine.Size({list(self)})"
+
+    def numel(self) -> int:
+        n = 1
+        for s in self:
+            n *= s
+        return n
+
+
+class device:  # noqa: N801 - PyTorch's name
+    """Only the CPU exists here."""
+
+    __slots__ = ("index", "type")
+
+    def __init__(self, type: str = "cpu", index: int | None = None) -> None:  # noqa: A002
+        if type != "cpu":
+            raise RuntimeError(f"engine runs on the CPU only, got device '{type}'")
+        self.type = type
+        self.index = index
+
+    def __repr__(self) -> str:
+        return "device(type='cpu')"
+
+    def __str__(self) -> str:
+        return "cpu"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, device) or other == "cpu"
+
+    def __hash__(self) -> int:
+        return hash("cpu")
+
+
+_CPU = device()
+
+
+class _VersionCounter:
+    """Shared by a tensor, its views and its ``detach()``es; bumped by every in-place op.
+
+    See Note [Saved variable versions] in engine/autograd/graph.py.
+    """
+
+    __slots__ = ("version",)
+
+    def __init__(self) -> None:
+        self.version = 0
+
+
+class CreationMeta:
+    """How a view was created; decides whether in-place ops on it are allowed (see
+    ``engine.autograd._views.handle_view_on_rebase``)."""
+
+    DEFAULT = "DEFAULT"
+    IN_CUSTOM_FUNCTION = "IN_CUSTOM_FUNCTION"
+    MULTI_OUTPUT_NODE = "MULTI_OUTPUT_NODE"
+    NO_GRAD_MODE = "NO_GRAD_MODE"
+    INFERENCE_MODE = "INFERENCE_MODE"
+
+
+class _ViewInfo:
+    """PyTorch's ``DifferentiableViewMeta``: the root base, how the view was made, and the
+    version at which its ``grad_fn`` was last (re)built."""
+
+    __slots__ = ("attr_version", "base", "creation_meta")
+
+    def __init__(self, base: Tensor, creation_meta: str, attr_version: int) -> None:
+        self.base = base
+        self.creation_meta = creation_meta
+        self.attr_version = attr_version
+
+
+class Tensor:
+    """A multi-dimensional array that records the operations applied to it.
+
+    Example::
+
+        >>> import engine
+        >>> x = engine.tensor([1.0, 2.0], requires_grad=True)
+        >>> y = (x * x).sum()
+        >>> y.backward()
+        >>> x.grad
+        tensor([2., 4.])
+    """
+
+    __slots__ = (
+        "__dict__",
+        "__weakref__",
+        "_backward_hooks",
+        "_data",
+        "_dtype",
+        "_grad",
+        "_grad_accumulator",
+        "_grad_fn",
+        "_inference",
+        "_output_nr",
+        "_post_accumulate_grad_hooks",
+        "_requires_grad",
+        "_retains_grad",
+        "_version_counter",
+        "_view",
+        "_wrapped_number",
+    )
+
+    _data: np.ndarray
+    _dtype: dtype
+    _grad: Tensor | None
+    _grad_fn: Node | None
+    _output_nr: int
+    _requires_grad: bool
+    _version_counter: _VersionCounter
+    _grad_accumulator: weakref.ref[AccumulateGrad] | None
+    _view: _ViewInfo | None
+    _backward_hooks: dict[int, Callable[..., Any]] | None
+    _post_accumulate_grad_hooks: dict[int, Callable[..., Any]] | None
+    _retains_grad: bool
+    _wrapped_number: bool
+    _inference: bool
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        # ``engine.Tensor([1, 2])`` builds a float tensor from data; ``engine.Tensor(2, 3)``
+        # an uninitialised one: PyTorch's legacy constructor.
+        if len(args) == 1 and not isinstance(args[0], int):
+            data = np.asarray(args[0], dtype=_dtype.get_default_dtype()._np)
+        else:
+            data = np.empty(tuple(int(a) for a in args), dtype=_dtype.get_default_dtype()._np)
+        if kwargs:
+            raise TypeError(f"Tensor() got unexpected keyword arguments {sorted(kwargs)}")
+        _init_tensor(self, data)
+
+    @classmethod
+    def _make(cls, data: np.ndarray, requires_grad: bool = False) -> Tensor:
+        """Wrap a NumPy array (taken as is, not copied) as a new tensor."""
+        t = object.__new__(cls)
+        _init_tensor(t, data)
+        if requires_grad:
+            t.requires_grad_(True)
+        return t
+
+    # --- plain attributes -------------------------------------------------------------------
+
+    @property
+    def shape(self) -> Size:
+        return Size(self._data.shape)
+
+    def size(self, dim: int | None = None) -> Any:
+        if dim is None:
+            return Size(self._data.shape)
+        return self._data.shape[_wrap_dim(dim, self._data.ndim)]
+
+    @property
+    def dtype(self) -> dtype:
+        return self._dtype
+
+    @property
+    def device(self) -> device:
+        return _CPU
+
+    @property
+    def is_cuda(self) -> bool:
+        return False
+
+    @property
+    def ndim(self) -> int:
+        return self._data.ndim
+
+    def dim(self) -> int:
+        return self._data.ndim
+
+    def numel(self) -> int:
+        return int(self._data.size)
+
+    def nelement(self) -> int:
+        return int(self._data.size)
+
+    def element_size(self) -> int:
+        return self._dtype.itemsize
+
+    def is_floating_point(self) -> bool:
+        return self._dtype.is_floating_point
+
+    def is_complex(self) -> bool:
+        return self._dtype.is_complex
+
+    def stride(self, dim: int | None = None) -> Any:
+        strides = tuple(s // self._data.itemsize for s in self._data.strides)
+        return strides if dim is None else strides[_wrap_dim(dim, self._data.ndim)]
+
+    def storage_offset(self) -> int:
+        root = _storage_root(self._data)
+        return (
+            self._data.__array_interface__["data"][0] - root.__array_interface__["data"][0]
+        ) // self._data.itemsize
+
+    def data_ptr(self) -> int:
+        return int(self._data.__array_interface__["data"][0])
+
+    def untyped_storage_ptr(self) -> int:
+        return int(_storage_root(self._data).__array_interface__["data"][0])
+
+    def is_contiguous(self) -> bool:
+        return bool(self._data.flags["C_CONTIGUOUS"])
+
+    def item(self) -> Any:
+        if self._data.size != 1:
+            raise RuntimeError(
+                f"a Tensor with {self._data.size} elements cannot be converted to Scalar"
+            )
+        return self._data.reshape(()).item()
+
+    def tolist(self) -> Any:
+        return self._data.tolist()
+
+    def numpy(self, *, force: bool = False) -> np.ndarray:
+        if self.requires_grad and not force:
+            raise RuntimeError(
+                "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
+                "instead."
+            )
+        return self._data
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        return self._data if dtype is None else self._data.astype(dtype)
+
+    def __len__(self) -> int:
+        if self._data.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return int(self._data.shape[0])
+
+    def __iter__(self) -> Any:
+        if self._data.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return iter(self.unbind(0))
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    def __bool__(self) -> bool:
+        if self._data.size != 1:
+            raise RuntimeError(
+                "Boolean value of Tensor with more than one value is ambiguous"
+            )
+        return bool(self._data.reshape(()).item())
+
+    def __float__(self) -> float:
+        return float(self.item())
+
+    def __int__(self) -> int:
+        return int(self.item())
+
+    def __index__(self) -> int:
+        if self._dtype.is_floating_point or self._dtype.is_complex or self._data.size != 1:
+            raise TypeError("only integer tensors of a single element can be converted to an index")
+        return int(self.item())
+
+    def __repr__(self) -> str:
+        from engine._tensor_str import tensor_repr
+
+        return tensor_repr(self)
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        return (_rebuild, (self._data.copy(), self.requires_grad))
+
+    # --- autograd metadata ------------------------------------------------------------------
+
+    @property
+    def requires_grad(self) -> bool:
+        return self._requires_grad or self._grad_fn is not None
+
+    @requires_grad.setter
+    def requires_grad(self, value: bool) -> None:
+        self.requires_grad_(value)
+
+    def requires_grad_(self, requires_grad: bool = True) -> Tensor:
+        if self._grad_fn is not None:
+            if not requires_grad:
+                raise RuntimeError(
+                    "you can only change requires_grad flags of leaf variables. If you want to "
+                    "use a computed variable in a subgraph that doesn't require differentiation "
+                    "use var_no_grad = var.detach()."
+                )
+            return self
+        if requires_grad and not (self._dtype.is_floating_point or self._dtype.is_complex):
+            raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
+        self._requires_grad = requires_grad
+        return self
+
+    @property
+    def is_leaf(self) -> bool:
+        return self._grad_fn is None and self._view_grad_fn() is None
+
+    @property
+    def grad_fn(self) -> Node | None:
+        return self._view_grad_fn() if self._view is not None else self._grad_fn
+
+    def _view_grad_fn(self) -> Node | None:
+        # A view whose base (or a sibling view) was modified in place since its grad_fn was
+        # built gets a new one; see Note [View + in-place] in engine/autograd/_views.py.
+        if self._view is not None and self._view.attr_version != self._version_counter.version:
+            from engine.autograd._views import regenerate_view_grad_fn
+
+            regenerate_view_grad_fn(self)
+        return self._grad_fn
+
+    @property
+    def output_nr(self) -> int:
+        return self._output_nr
+
+    @property
+    def _version(self) -> int:
+        return self._version_counter.version
+
+    @property
+    def grad(self) -> Tensor | None:
+        if self._grad_fn is not None and not self._retains_grad:
+            import warnings
+
+            warnings.warn(
+                "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. "
+                "Its .grad attribute won't be populated during autograd.backward(). If you "
+                "indeed want the .grad field to be populated for a non-leaf Tensor, use "
+                ".retain_grad() on the non-leaf Tensor. If you access the non-leaf Tensor by "
+                "mistake, make sure you access the leaf Tensor instead. See "
+                "github.com/pytorch/pytorch/pull/30531 for more informations.",
+                UserWarning,
+                stacklevel=2,
+            )
+        return self._grad
+
+    @grad.setter
+    def grad(self, value: Tensor | None) -> None:
+        if value is not None:
+            if not isinstance(value, Tensor):
+                raise TypeError("assigned grad expected to be a Tensor or None but got grad")
+            if value._dtype is not self._dtype:
+                raise RuntimeError("assigned grad has data of a different type")
+            if tuple(value.shape) != tuple(self.shape):
+                raise RuntimeError("assigned grad has data of a different size")
+        self._grad = value
+
+    @property
+    def _base(self) -> Tensor | None:
+        return self._view.base if self._view is not None else None
+
+    def _is_view(self) -> bool:
+        return self._view is not None
+
+    is_view = _is_view
+
+    @property
+    def retains_grad(self) -> bool:
+        return self._retains_grad
+
+    def is_inference(self) -> bool:
+        return self._inference
+
+    @property
+    def data(self) -> Tensor:
+        # ``.data`` shares storage but, unlike ``detach()``, not the version counter.
+        out = Tensor._make(self._data)
+        return out
+
+    @data.setter
+    def data(self, new: Tensor) -> None:
+        self._data = new._data
+        self._dtype = new._dtype
+
+    @property
+    def T(self) -> Tensor:  # noqa: N802
+        return self.permute(*reversed(range(self.ndim)))
+
+    @property
+    def mT(self) -> Tensor:  # noqa: N802
+        return self.transpose(-2, -1)
+
+    @property
+    def real(self) -> Tensor:
+        return self._real_view()
+
+    if TYPE_CHECKING:
+        # The op methods are installed from the op table at import time (one place per op);
+        # this tells the type checker they exist.
+        def __getattr__(self, name: str) -> Any: ...
+
+
+def _init_tensor(t: Tensor, data: np.ndarray) -> None:
+    t._data = data
+    t._dtype = _dtype.from_numpy(data.dtype)
+    t._grad = None
+    t._grad_fn = None
+    t._output_nr = 0
+    t._requires_grad = False
+    t._version_counter = _VersionCounter()
+    t._grad_accumulator = None
+    t._view = None
+    t._backward_hooks = None
+    t._post_accumulate_grad_hooks = None
+    t._retains_grad = False
+    t._wrapped_number = False
+    t._inference = _tls.inference_mode
+
+
+def _rebuild(data: np.ndarray, requires_grad: bool) -> Tensor:
+    return Tensor._make(data, requires_grad)
+
+
+def _storage_root(a: np.ndarray) -> np.ndarray:
+    while isinstance(a.base, np.ndarray):
+        a = a.base
+    return a
+
+
+def _wrap_dim(dim: int, ndim: int) -> int:
+    n = max(ndim, 1)
+    if not -n <= dim < n:
+        raise IndexError(
+            f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})"
+        )
+    return dim % n
+
+
+# --- autograd-facing methods ------------------------------------------------------------------
+# Kept apart from the attribute block above: they call into engine.autograd, imported lazily
+# because engine.autograd itself builds on Tensor.
+
+
+def _backward(
+    self: Tensor,
+    gradient: Tensor | None = None,
+    retain_graph: bool | None = None,
+    create_graph: bool = False,
+    inputs: Any = None,
+) -> None:
+    """Accumulate the gradient of ``self`` into the leaves' ``.grad``."""
+    from engine.autograd import backward
+
+    backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+
+
+def _register_hook(self: Tensor, hook: Callable[[Tensor], Tensor | None]) -> Any:
+    """``hook(grad)`` runs when the gradient of ``self`` is computed; it may return a new one."""
+    from engine.utils.hooks import RemovableHandle
+
+    if not self.requires_grad:
+        raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+    if self._backward_hooks is None:
+        self._backward_hooks = {}
+        fn = self.grad_fn
+        if fn is not None:
+            fn._tensor_pre_hooks.append((self._output_nr, self._backward_hooks))
+    return RemovableHandle.add(self._backward_hooks, hook)
+
+
+def _retain_grad(self: Tensor) -> None:
+    """Populate ``.grad`` of this non-leaf tensor during backward."""
+    if not self.requires_grad:
+        raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+    if self.is_leaf or self._retains_grad:
+        return
+    ref = weakref.ref(self)
+
+    def retain_grad_hook(grads: list[Tensor | None], output_nr: int) -> list[Tensor | None]:
+        t = ref()
+        grad = grads[output_nr]
+        if t is None or grad is None:
+            return grads
+        if t._grad is None:
+            t._grad = grad.detach().clone() if not _tls.grad_enabled else grad.clone()
+        else:
+            t._grad = t._grad + grad
+        return grads
+
+    fn = self.grad_fn
+    assert fn is not None
+    fn._retains_grad_hooks[self._output_nr] = retain_grad_hook
+    self._retains_grad = True
+
+
+def _register_post_accumulate_grad_hook(self: Tensor, hook: Callable[[Tensor], None]) -> Any:
+    """``hook(tensor)`` runs after ``.grad`` of this leaf was accumulated."""
+    from engine.utils.hooks import RemovableHandle
+
+    if not self.requires_grad:
+        raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+    if self._grad_fn is not None:
+        raise RuntimeError(
+            "post accumulate grad hooks cannot be registered on non-leaf tensors"
+        )
+    if self._post_accumulate_grad_hooks is None:
+        self._post_accumulate_grad_hooks = {}
+    return RemovableHandle.add(self._post_accumulate_grad_hooks, hook)
+
+
+def _to(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """``x.to(dtype)`` (devices other than the CPU do not exist here)."""
+    target = kwargs.get("dtype")
+    for a in args:
+        if isinstance(a, dtype):
+            target = a
+        elif isinstance(a, Tensor):
+            target = a.dtype
+    copy = kwargs.get("copy", False)
+    if target is None or (target is self._dtype and not copy):
+        return self
+    from engine.ops import _to_copy
+
+    return _to_copy(self, target)  # type: ignore[no-any-return]
+
+
+def _type_as(self: Tensor, other: Tensor) -> Tensor:
+    return _to(self, other.dtype)
+
+
+Tensor.backward = _backward  # type: ignore[attr-defined]
+Tensor.register_hook = _register_hook  # type: ignore[attr-defined]
+Tensor.retain_grad = _retain_grad  # type: ignore[attr-defined]
+Tensor.register_post_accumulate_grad_hook = _register_post_accumulate_grad_hook  # type: ignore[attr-defined]
+Tensor.to = _to  # type: ignore[attr-defined]
+Tensor.type_as = _type_as  # type: ignore[attr-defined]
+Tensor.float = lambda self: _to(self, _dtype.float32)  # type: ignore[attr-defined]
+Tensor.double = lambda self: _to(self, _dtype.float64)  # type: ignore[attr-defined]
+Tensor.long = lambda self: _to(self, _dtype.int64)  # type: ignore[attr-defined]
+Tensor.int = lambda self: _to(self, _dtype.int32)  # type: ignore[attr-defined]
+Tensor.bool = lambda self: _to(self, _dtype.bool_)  # type: ignore[attr-defined]
+Tensor.cpu = lambda self: self  # type: ignore[attr-defined]

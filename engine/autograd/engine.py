@@ -1,0 +1,530 @@
+"""The backward engine: ``GraphTask``, the ready queue, and ``Engine.execute``.
+
+This follows ``torch/csrc/autograd/engine.cpp`` for the CPU: the backward runs on the calling
+thread; a backward started from inside a backward (a hook, a node, a checkpoint's recomputation)
+is a new GraphTask with a higher re-entrant depth that shares this thread's ready queue.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from engine._C import _tls
+from engine._tensor import Tensor
+from engine.autograd.graph import AccumulateGrad, Edge, InputMetadata, Node, _anomaly_enabled
+
+__all__ = ["Engine", "GraphTask", "current_graph_task"]
+
+# PyTorch numbers graph tasks with one process-wide counter.
+_graph_task_ids = itertools.count()
+
+
+class ExecInfo:
+    """Per-node plan of a backward that only needs some inputs (``grad()`` / ``inputs=``)."""
+
+    __slots__ = ("captures", "needed")
+
+    def __init__(self) -> None:
+        self.needed = False
+        # (index into the node's incoming grads, index into GraphTask.captured_vars)
+        self.captures: list[tuple[int, int]] = []
+
+    def should_execute(self) -> bool:
+        return self.needed or bool(self.captures)
+
+
+class GraphTask:
+    """Everything one call of ``backward()`` / ``grad()`` needs while it runs."""
+
+    def __init__(self, keep_graph: bool, create_graph: bool, reentrant_depth: int) -> None:
+        self.id = next(_graph_task_ids)
+        self.keep_graph = keep_graph
+        self.create_graph = create_graph
+        self.reentrant_depth = reentrant_depth
+        # Note [Dependency counting]
+        # ~~~~~~~~~~~~~~~~~~~~~~~~~~
+        # dependencies[node] counts the edges into node from nodes this task will run. A node
+        # is ready when the count reaches 0: only then has every gradient flowing into it been
+        # summed into its input buffer (not_ready[node]).
+        self.dependencies: dict[Node, int] = {}
+        self.not_ready: dict[Node, list[Tensor | None]] = {}
+        self.exec_info: dict[Node, ExecInfo] = {}
+        self.captured_vars: list[Tensor | None] = []
+        self.outstanding_tasks = 0
+        self.final_callbacks: list[Callable[[], None]] = []
+        self.completed = False
+        self.nodes_in_graph: set[Node] = set()
+
+    def will_compute_grad_of(self, t: Tensor) -> bool:
+        from engine.autograd.graph import gradient_edge
+
+        fn = gradient_edge(t)[0]
+        if fn is None:
+            return False
+        if not self.exec_info:
+            return fn in self.nodes_in_graph
+        info = self.exec_info.get(fn)
+        return info is not None and info.should_execute()
+
+
+def current_graph_task() -> GraphTask | None:
+    return _tls.graph_task
+
+
+class ReadyQueue:
+    """PyTorch's CPU ready queue: a ``std::priority_queue`` of node tasks.
+
+    Higher re-entrant depth first, then higher ``sequence_nr`` first. Ties (several
+    AccumulateGrad nodes, which all have sequence_nr UINT64_MAX) are broken the way libstdc++'s
+    binary heap breaks them, which is what makes the order of ``.grad`` accumulation match torch.
+    """
+
+    def __init__(self) -> None:
+        self.heap: list[tuple[int, int, GraphTask, Node, list[Tensor | None]]] = []
+
+    @staticmethod
+    def _less(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
+        # CompareNodeTaskTime: "a runs after b"
+        if a[0] == b[0]:
+            return bool(a[1] < b[1])
+        return bool(a[0] < b[0])
+
+    def push(self, task: GraphTask, node: Node, buffer: list[Tensor | None]) -> None:
+        task.outstanding_tasks += 1
+        heap = self.heap
+        heap.append((task.reentrant_depth, node._seq_nr, task, node, buffer))
+        # std::__push_heap
+        hole = len(heap) - 1
+        value = heap[hole]
+        parent = (hole - 1) // 2
+        while hole > 0 and self._less(heap[parent], value):
+            heap[hole] = heap[parent]
+            hole = parent
+            parent = (hole - 1) // 2
+        heap[hole] = value
+
+    def pop(self) -> tuple[GraphTask, Node, list[Tensor | None]]:
+        heap = self.heap
+        top = heap[0]
+        last = heap.pop()
+        if heap:
+            # std::__pop_heap then std::__adjust_heap: sift the hole to a leaf, then push up.
+            n = len(heap)
+            hole = 0
+            child = 0
+            while child < (n - 1) // 2:
+                child = 2 * (child + 1)
+                if self._less(heap[child], heap[child - 1]):
+                    child -= 1
+                heap[hole] = heap[child]
+                hole = child
+            if n % 2 == 0 and child == (n - 2) // 2:
+                child = 2 * (child + 1)
+                heap[hole] = heap[child - 1]
+                hole = child - 1
+            parent = (hole - 1) // 2
+            while hole > 0 and self._less(heap[parent], last):
+                heap[hole] = heap[parent]
+                hole = parent
+                parent = (hole - 1) // 2
+            heap[hole] = last
+        return top[2], top[3], top[4]
+
+    def __len__(self) -> int:
+        return len(self.heap)
+
+
+class GraphRoot(Node):
+    """The node a backward with several roots starts from; it hands out their gradients."""
+
+    _node_name = "GraphRoot"
+
+    def __init__(self, edges: list[Edge], grads: list[Tensor | None]) -> None:
+        super().__init__()
+        self._next_edges = edges
+        self.outputs = grads
+
+    def apply(self, grads: list[Tensor | None]) -> list[Tensor | None]:
+        return list(self.outputs)
+
+
+class Engine:
+    """The singleton that runs backward graphs (``Variable._execution_engine``)."""
+
+    def queue_callback(self, callback: Callable[[], None]) -> None:
+        task = _tls.graph_task
+        if task is None:
+            raise RuntimeError("Final callbacks can only be installed during backward pass.")
+        task.final_callbacks.append(callback)
+
+    def execute(
+        self,
+        roots: Sequence[Edge],
+        grads: Sequence[Tensor | None],
+        keep_graph: bool,
+        create_graph: bool,
+        accumulate_grad: bool,
+        outputs: Sequence[Edge] = (),
+    ) -> list[Tensor | None]:
+        """Run backward from ``roots``. With ``outputs`` (``grad()``/``inputs=``), only the part
+        of the graph leading to them runs, and their gradients are captured and returned."""
+        grads = validate_outputs(roots, list(grads), lambda msg: msg)
+        outer = _tls.graph_task
+        depth = 0 if outer is None else outer.reentrant_depth + 1
+        task = GraphTask(keep_graph, create_graph, depth)
+        if len(roots) == 1:
+            graph_root: Node = roots[0][0]  # type: ignore[assignment]
+            root_buffer: list[Tensor | None] = [None] * graph_root.num_inputs()
+            _buffer_add(root_buffer, roots[0][1], grads[0])
+        else:
+            graph_root = GraphRoot(list(roots), list(grads))
+            root_buffer = []
+        compute_dependencies(task, graph_root)
+        if outputs:
+            init_to_execute(task, graph_root, outputs, accumulate_grad)
+        if _tls.ready_queue is None:
+            _tls.ready_queue = ReadyQueue()
+        queue: ReadyQueue = _tls.ready_queue
+        queue.push(task, graph_root, root_buffer)
+        _tls.reentrant_depth = depth
+        try:
+            thread_main(task, queue)
+        finally:
+            _tls.reentrant_depth = 0 if outer is None else outer.reentrant_depth
+        return task.captured_vars
+
+
+def compute_dependencies(task: GraphTask, root: Node) -> None:
+    seen = task.nodes_in_graph
+    seen.add(root)
+    stack = [root]
+    deps = task.dependencies
+    while stack:
+        fn = stack.pop()
+        for nxt, _ in fn._next_edges:
+            if nxt is None:
+                continue
+            deps[nxt] = deps.get(nxt, 0) + 1
+            if nxt not in seen:
+                seen.add(nxt)
+                stack.append(nxt)
+
+
+def init_to_execute(
+    task: GraphTask, root: Node, outputs: Sequence[Edge], accumulate_grad: bool
+) -> None:
+    """Mark the nodes on a path from ``root`` to an output; plan the captures of ``grad()``."""
+    info = task.exec_info
+    for output_idx, (fn, input_nr) in enumerate(outputs):
+        if fn is None:
+            continue
+        entry = info.setdefault(fn, ExecInfo())
+        if accumulate_grad:
+            entry.needed = True
+        else:
+            entry.captures.append((input_nr, output_idx))
+    task.captured_vars = [None] * len(outputs)
+    # Depth-first from the root: a node is needed if one of its children is.
+    stack: list[tuple[Node, int]] = [(root, 0)]
+    visited = {root}
+    while stack:
+        fn, i = stack[-1]
+        edges = fn._next_edges
+        if i < len(edges):
+            stack[-1] = (fn, i + 1)
+            child = edges[i][0]
+            if child is None:
+                continue
+            if child in visited:
+                child_info = info.get(child)
+                if child_info is not None and child_info.should_execute():
+                    info.setdefault(fn, ExecInfo()).needed = True
+                continue
+            visited.add(child)
+            stack.append((child, 0))
+        else:
+            stack.pop()
+            fn_info = info.get(fn)
+            if stack and fn_info is not None and fn_info.should_execute():
+                parent = stack[-1][0]
+                info.setdefault(parent, ExecInfo()).needed = True
+    # The root always runs (it is where the gradient starts).
+    info.setdefault(root, ExecInfo()).needed = True
+
+
+# Note [Grad mode in backward]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Everything the engine runs for a graph task (tensor hooks, node pre/post hooks, the nodes,
+# AccumulateGrad and its post-accumulate hooks, and the final callbacks) runs with grad mode set
+# to the task's ``create_graph``, whatever the mode was where backward() was called: PyTorch's
+# GraphTask stores grad_mode=create_graph in the thread-local state it restores around each node.
+# So a hook of a plain backward() sees ``is_grad_enabled() == False`` and builds no graph.
+
+
+def thread_main(task: GraphTask, queue: ReadyQueue) -> None:
+    while not task.completed:
+        if not queue.heap:
+            raise RuntimeError("engine: ready queue empty before the graph task completed")
+        node_task, node, buffer = queue.pop()
+        prev, prev_grad_mode = _tls.graph_task, _tls.grad_enabled
+        _tls.graph_task = node_task
+        # See Note [Grad mode in backward].
+        _tls.grad_enabled = node_task.create_graph
+        try:
+            evaluate_function(node_task, node, buffer, queue)
+        except BaseException as e:
+            _tls.graph_task, _tls.grad_enabled = prev, prev_grad_mode
+            node_task.completed = True
+            if node_task is not task:
+                task.completed = True
+            _drain(queue, node_task)
+            if _anomaly_enabled[0] and not getattr(e, "_anomaly_reported", False):
+                from engine.autograd.anomaly_mode import report_failure
+
+                report_failure(node, e)
+            raise
+        _tls.graph_task, _tls.grad_enabled = prev, prev_grad_mode
+        node_task.outstanding_tasks -= 1
+        if node_task.outstanding_tasks == 0:
+            _finish(node_task)
+
+
+def _drain(queue: ReadyQueue, task: GraphTask) -> None:
+    queue.heap = [entry for entry in queue.heap if entry[2] is not task]
+
+
+def _finish(task: GraphTask) -> None:
+    prev, prev_grad_mode = _tls.graph_task, _tls.grad_enabled
+    _tls.graph_task = task
+    _tls.grad_enabled = task.create_graph
+    try:
+        # Callbacks may queue more callbacks.
+        i = 0
+        while i < len(task.final_callbacks):
+            task.final_callbacks[i]()
+            i += 1
+    finally:
+        _tls.graph_task, _tls.grad_enabled = prev, prev_grad_mode
+        task.completed = True
+
+
+def evaluate_function(task: GraphTask, fn: Node, buffer: list[Tensor | None], queue: ReadyQueue) -> None:
+    info = task.exec_info.get(fn) if task.exec_info else None
+    if task.exec_info:
+        assert info is not None
+        inputs = buffer
+        if not info.needed:
+            # Tensor hooks always run, exactly once.
+            inputs = call_tensor_pre_hooks(fn, buffer)
+        for input_idx, output_idx in info.captures:
+            task.captured_vars[output_idx] = inputs[input_idx]
+        if not info.needed:
+            return
+    outputs = call_function(task, fn, buffer)
+    if not task.keep_graph:
+        fn.release_variables()
+    if not outputs:
+        return
+    if _anomaly_enabled[0]:
+        from engine.autograd.anomaly_mode import check_nan
+
+        check_nan(fn, outputs)
+    for i, (nxt, input_nr) in enumerate(fn._next_edges):
+        if nxt is None:
+            continue
+        deps = task.dependencies
+        count = deps[nxt] - 1
+        is_ready = count == 0
+        if is_ready:
+            del deps[nxt]
+        else:
+            deps[nxt] = count
+        not_ready = task.not_ready.get(nxt)
+        if not_ready is None:
+            if task.exec_info:
+                nxt_info = task.exec_info.get(nxt)
+                if nxt_info is None or not nxt_info.should_execute():
+                    continue
+            nb: list[Tensor | None] = [None] * nxt.num_inputs()
+            _buffer_add(nb, input_nr, outputs[i])
+            if is_ready:
+                queue.push(task, nxt, nb)
+            else:
+                task.not_ready[nxt] = nb
+        else:
+            _buffer_add(not_ready, input_nr, outputs[i])
+            if is_ready:
+                del task.not_ready[nxt]
+                queue.push(task, nxt, not_ready)
+
+
+def _buffer_add(buffer: list[Tensor | None], pos: int, grad: Tensor | None) -> None:
+    """InputBuffer::add: gradients arriving at the same input are summed."""
+    if grad is None:
+        return
+    old = buffer[pos]
+    buffer[pos] = grad if old is None else old + grad
+
+
+# Note [Hook results]
+# ~~~~~~~~~~~~~~~~~~~
+# Every Python hook the engine calls may return None (keep the value) or a replacement, checked
+# the way PyTorch's python_hook.cpp checks it: a tensor hook must return a tensor of the same
+# dtype and shape; node pre-hooks and post-hooks must return a tuple of the same length, and a
+# None gradient cannot be replaced by a tensor. Hooks on the same value run in registration
+# order, each seeing what the previous one returned. Tensor hooks are called even when the
+# gradient is None (an output of a multi-output node that received no gradient).
+
+
+def call_tensor_pre_hooks(fn: Node, inputs: list[Tensor | None]) -> list[Tensor | None]:
+    for output_nr, hooks in list(fn._tensor_pre_hooks):
+        value = inputs[output_nr]
+        modified = False
+        for hook in list(hooks.values()):
+            result = hook(value)
+            if result is None or result is value:
+                continue
+            _check_single_result(value, result, hook)
+            value = result
+            modified = True
+        if modified:
+            inputs = list(inputs)
+            inputs[output_nr] = value
+    for output_nr, retains_grad_hook in list(fn._retains_grad_hooks.items()):
+        inputs = retains_grad_hook(inputs, output_nr)
+    return inputs
+
+
+def call_pre_hooks(fn: Node, inputs: list[Tensor | None]) -> list[Tensor | None]:
+    values = tuple(inputs)
+    for hook in list(fn._pre_hooks.values()):
+        result = hook(values)
+        if result is None or result is values:
+            continue
+        _check_result(values, result, hook)
+        values = result
+    return list(values)
+
+
+def call_post_hooks(
+    fn: Node, outputs: list[Tensor | None], inputs: list[Tensor | None]
+) -> list[Tensor | None]:
+    values, grad_outputs = tuple(outputs), tuple(inputs)
+    for hook in list(fn._post_hooks.values()):
+        result = hook(values, grad_outputs)
+        if result is None or result is values:
+            continue
+        _check_result(values, result, hook)
+        values = result
+    return list(values)
+
+
+def call_function(task: GraphTask, fn: Node, inputs: list[Tensor | None]) -> list[Tensor | None]:
+    inputs = call_tensor_pre_hooks(fn, inputs)
+    inputs = call_pre_hooks(fn, inputs)
+    if not task.keep_graph:
+        fn.will_release_variables()
+    outputs = fn.apply(list(inputs))
+    outputs = validate_outputs(
+        fn._next_edges, outputs, lambda msg: f"Function {fn.name()} returned an {msg}"
+    )
+    if fn._post_hooks:
+        outputs = call_post_hooks(fn, outputs, inputs)
+    return outputs
+
+
+def _hook_name(hook: Any) -> str:
+    return str(getattr(hook, "__name__", "<unknown>"))
+
+
+def _check_result(prev: tuple[Any, ...], result: Any, hook: Any) -> None:
+    if not isinstance(result, tuple):
+        raise TypeError(f"expected tuple, but hook returned '{type(result).__name__}'")
+    if len(prev) != len(result):
+        raise RuntimeError(
+            f"hook '{_hook_name(hook)}' has returned an incorrect number of values (got "
+            f"{len(result)}, but expected {len(prev)})"
+        )
+    for old, new in zip(prev, result, strict=True):
+        _check_single_result(old, new, hook)
+
+
+def _check_single_result(original: Any, result: Any, hook: Any) -> None:
+    if result is None:
+        return
+    if original is None:
+        raise RuntimeError("can't replace a None gradient with a non-None value")
+    if not isinstance(result, Tensor):
+        raise TypeError(f"expected Variable, but hook returned '{type(result).__name__}'")
+    if result._dtype is not original._dtype:
+        raise RuntimeError(
+            f"hook '{_hook_name(hook)}' has changed the type of value (was "
+            f"{_type_string(original)} got {_type_string(result)})"
+        )
+    if result._data.shape != original._data.shape:
+        raise RuntimeError(f"hook '{_hook_name(hook)}' has changed the size of value")
+
+
+def _type_string(t: Tensor) -> str:
+    # at::Tensor::toString(): the legacy type name, e.g. "engine.FloatTensor".
+    return f"engine.{t._dtype._legacy_name}"
+
+
+def validate_outputs(
+    edges: Sequence[Edge], grads: list[Tensor | None], format_error: Callable[[str], str]
+) -> list[Tensor | None]:
+    """Check each gradient against what its receiving node expects; sum a broadcast gradient
+    down to the input's shape and cast it to the input's dtype (so formulas never handle
+    broadcasting themselves: see ``InputMetadata``)."""
+    if len(grads) != len(edges):
+        raise RuntimeError(
+            format_error(
+                f"invalid number of gradients - expected {len(edges)}, but got {len(grads)}"
+            )
+        )
+    for i, (fn, input_nr) in enumerate(edges):
+        grad = grads[i]
+        if fn is None or grad is None:
+            continue
+        meta: InputMetadata = fn._input_metadata[input_nr]
+        if meta.was_default_constructed:
+            continue
+        if grad._data.shape != meta.shape:
+            if _is_expandable_to(meta.shape, grad._data.shape):
+                grad = grad.sum_to_size(meta.shape)
+            else:
+                raise RuntimeError(
+                    format_error(
+                        f"invalid gradient at index {i} - got {list(grad.shape)} but expected "
+                        f"shape compatible with {list(meta.shape)}"
+                    )
+                )
+        if grad._dtype is not meta.dtype:
+            if grad._dtype.is_complex and not meta.dtype.is_complex:
+                grad = grad.real
+            if grad._dtype is not meta.dtype:
+                grad = grad.to(meta.dtype)
+        grads[i] = grad
+    return grads
+
+
+def _is_expandable_to(shape: tuple[int, ...], desired: tuple[int, ...]) -> bool:
+    if len(shape) > len(desired):
+        return False
+    for s, d in zip(reversed(shape), reversed(desired), strict=False):
+        if s != d and s != 1:
+            return False
+    return True
+
+
+_engine = Engine()
+
+
+def get_default_engine() -> Engine:
+    return _engine
+
+
+def is_accumulate_grad(fn: Node | None) -> bool:
+    return isinstance(fn, AccumulateGrad)

@@ -1,0 +1,418 @@
+"""Custom autograd ``Function``s (PyTorch's ``torch/autograd/function.py`` + ``python_function.cpp``).
+
+``MyFn.apply(*args)`` creates the node first (so it takes the next ``sequence_nr``), runs
+``forward`` with grad mode off, wires the outputs to the node, and only then saves what
+``ctx.save_for_backward`` named: saved-tensor hooks active at that moment pack them. The node *is*
+the ctx object (``y.grad_fn is ctx``), named ``MyFnBackward``.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+from engine._C import _tls
+from engine._tensor import CreationMeta, Tensor, _ViewInfo
+from engine.autograd.graph import (
+    ERR_BACKWARD_TWICE,
+    InputMetadata,
+    Node,
+    SavedVariable,
+    collect_next_edges,
+)
+
+__all__ = ["BackwardCFunction", "Function", "FunctionCtx", "once_differentiable"]
+
+
+class FunctionCtx:
+    """What ``forward`` / ``setup_context`` / ``backward`` see as ``ctx``."""
+
+    to_save: tuple[Tensor | None, ...] | None
+    saved_variables: list[SavedVariable]
+    needs_input_grad: tuple[bool, ...]
+    materialize_grads: bool
+    dirty_tensors: tuple[Tensor, ...]
+    non_differentiable: tuple[Tensor, ...]
+    _freed: bool
+
+    def save_for_backward(self, *tensors: Tensor | None) -> None:
+        """Save tensors for ``backward`` (call at most once, from forward or setup_context)."""
+        for i, t in enumerate(tensors):
+            if t is not None and not isinstance(t, Tensor):
+                raise TypeError(
+                    f"save_for_backward can only save variables, but argument {i} is of type "
+                    f"{type(t).__name__}"
+                )
+        self.to_save = tensors
+
+    def save_for_forward(self, *tensors: Tensor | None) -> None:
+        self.saved_for_forward = tensors
+
+    def mark_dirty(self, *args: Tensor) -> None:
+        """Declare inputs that forward modified in place."""
+        self.dirty_tensors = args
+
+    def mark_non_differentiable(self, *args: Tensor) -> None:
+        """Declare outputs that get no gradient (they will not require grad)."""
+        self.non_differentiable = args
+
+    def set_materialize_grads(self, value: bool) -> None:
+        """Whether backward receives zeros (default) or ``None`` for undefined gradients."""
+        self.materialize_grads = value
+
+    @property
+    def saved_tensors(self) -> tuple[Tensor | None, ...]:
+        # Every read unpacks every saved tensor again (and runs unpack hooks again).
+        if self._freed:
+            raise RuntimeError(ERR_BACKWARD_TWICE)
+        node = self if isinstance(self, Node) else None
+        return tuple(sv.unpack(node) for sv in self.saved_variables)
+
+    saved_variables_property = saved_tensors
+
+
+class BackwardCFunction(Node, FunctionCtx):
+    """The node of a custom Function (PyTorch's ``PyNode`` and its ctx in one object)."""
+
+    _forward_cls: type[Function]
+
+    def __init__(self) -> None:
+        Node.__init__(self)
+        self.to_save = None
+        self.saved_variables = []
+        self.needs_input_grad = ()
+        self.materialize_grads = True
+        self._materialize_non_diff_grads = True
+        self.dirty_tensors = ()
+        self.non_differentiable = ()
+        self._freed = False
+        self._is_variable_input: list[bool] = []
+        self._output_info: list[tuple[tuple[int, ...], Any] | None] = []
+
+    def name(self) -> str:
+        return type(self).__name__
+
+    def apply(self, grads: list[Tensor | None]) -> list[Tensor | None]:
+        from engine import zeros
+
+        # A missing gradient becomes zeros (unless set_materialize_grads(False)); a
+        # non-tensor output always gets None, and a non-differentiable one gets zeros unless
+        # ctx._materialize_non_diff_grads is False (PyNode::apply).
+        args: list[Tensor | None] = []
+        for g, info, meta in zip(grads, self._output_info, self._input_metadata, strict=True):
+            if (
+                g is not None
+                or not self.materialize_grads
+                or info is None
+                or (meta.was_default_constructed and not self._materialize_non_diff_grads)
+            ):
+                args.append(g)
+            else:
+                args.append(zeros(info[0], dtype=info[1]))
+        cls = self._forward_cls
+        backward = cls.backward if cls.backward is not Function.backward else cls.vjp
+        result = backward(self, *args)
+        if not isinstance(result, tuple):
+            result = (result,)
+        n_forward = len(self._is_variable_input)
+        if len(result) > n_forward and all(r is None for r in result[n_forward:]):
+            result = result[:n_forward]
+        if len(result) != n_forward:
+            raise RuntimeError(
+                f"function {self.name()} returned an incorrect number of gradients (expected "
+                f"{n_forward}, got {len(result)})"
+            )
+        out: list[Tensor | None] = []
+        for i, (r, is_var) in enumerate(zip(result, self._is_variable_input, strict=True)):
+            if not is_var:
+                if r is not None:
+                    raise RuntimeError(
+                        f"function {self.name()} returned a gradient different than None at "
+                        f"position {i + 1}, but the corresponding forward input was not a "
+                        "Variable"
+                    )
+                continue
+            if r is not None and not isinstance(r, Tensor):
+                raise TypeError(f"expected Variable or None (got {type(r).__name__})")
+            out.append(r)
+        return out
+
+    def release_variables(self) -> None:
+        self.saved_variables = []
+        self._freed = True
+
+
+class FunctionMeta(type):
+    """Gives each Function subclass its node class ``<Name>Backward``."""
+
+    def __init__(cls, name: str, bases: tuple[type, ...], attrs: dict[str, Any]) -> None:
+        backward_cls = type(
+            name + "Backward", (BackwardCFunction,), {"_forward_cls": cls, "__module__": cls.__module__}
+        )
+        cls._backward_cls = backward_cls  # type: ignore[attr-defined]
+        super().__init__(name, bases, attrs)
+
+
+class Function(metaclass=FunctionMeta):
+    """Base class for operations with a hand-written backward.
+
+    Example::
+
+        >>> import engine
+        >>> class Exp(engine.autograd.Function):
+        ...     @staticmethod
+        ...     def forward(ctx, i):
+        ...         result = i.exp()
+        ...         ctx.save_for_backward(result)
+        ...         return result
+        ...     @staticmethod
+        ...     def backward(ctx, grad_output):
+        ...         (result,) = ctx.saved_tensors
+        ...         return grad_output * result
+        >>> x = engine.zeros(2, requires_grad=True)
+        >>> Exp.apply(x).sum().backward()
+        >>> x.grad
+        tensor([1., 1.])
+    """
+
+    _backward_cls: type[BackwardCFunction]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        pass
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError(
+            "Legacy autograd function with non-static forward method is deprecated. Please use "
+            "new-style autograd function with static forward method. (Example: "
+            "https://pytorch.org/docs/stable/autograd.html#torch.autograd.Function)"
+        )
+
+    @staticmethod
+    def forward(*args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError(
+            "You must implement the forward function for custom autograd.Function."
+        )
+
+    @staticmethod
+    def setup_context(ctx: Any, inputs: tuple[Any, ...], output: Any) -> Any:
+        raise NotImplementedError("setup_context is not implemented.")
+
+    @staticmethod
+    def backward(ctx: Any, *grad_outputs: Any) -> Any:
+        raise NotImplementedError(
+            "You must implement either the backward or vjp method for your custom "
+            "autograd.Function to use it with backward mode AD."
+        )
+
+    vjp = backward
+
+    @classmethod
+    def apply(cls, *args: Any, **kwargs: Any) -> Any:
+        setup_ctx = cls.setup_context is not Function.setup_context
+        if setup_ctx:
+            sig = inspect.signature(cls.forward)
+            bound = sig.bind(*args, **kwargs)
+            bound.apply_defaults()
+            args = tuple(bound.args)
+        elif kwargs:
+            raise TypeError(f"{cls.__name__}.apply() takes no keyword arguments")
+        return _function_apply(cls, args, setup_ctx)
+
+
+def _function_apply(cls: type[Function], args: tuple[Any, ...], setup_ctx: bool) -> Any:
+    from engine.autograd.grad_mode import no_grad
+
+    tensor_inputs = [a for a in args if isinstance(a, Tensor)]
+    is_executable = _tls.grad_enabled and any(t.requires_grad for t in tensor_inputs)
+    ctx = cls._backward_cls()
+    ctx._is_variable_input = [isinstance(a, Tensor) for a in args]
+    ctx.needs_input_grad = tuple(
+        isinstance(a, Tensor) and a.requires_grad and is_executable for a in args
+    )
+    if is_executable:
+        ctx._next_edges = collect_next_edges(tensor_inputs)
+    with no_grad():
+        if setup_ctx:
+            output = cls.forward(*args)
+            cls.setup_context(ctx, args, output)
+        else:
+            output = cls.forward(ctx, *args)
+    unpack = not isinstance(output, tuple)
+    outputs = (output,) if unpack else output
+    wrapped = _wrap_outputs(ctx if is_executable else None, ctx, tensor_inputs, outputs)
+    if is_executable:
+        _save_variables(ctx)
+    ctx.to_save = None
+    return wrapped[0] if unpack else wrapped
+
+
+def _wrap_outputs(
+    node: BackwardCFunction | None,
+    ctx: BackwardCFunction,
+    inputs: list[Tensor],
+    outputs: tuple[Any, ...],
+) -> tuple[Any, ...]:
+    input_ids = {id(t) for t in inputs}
+    dirty = _mark_dirty(ctx)
+    non_diff = {id(t) for t in ctx.non_differentiable}
+    num_tensor_outputs = sum(isinstance(o, Tensor) for o in outputs)
+    result: list[Any] = []
+    for out in outputs:
+        if not isinstance(out, Tensor):
+            # A non-tensor output still takes a slot: backward receives None for it.
+            result.append(out)
+            if node is not None:
+                ctx._output_info.append(None)
+                node._input_metadata.append(InputMetadata.undefined())
+            continue
+        var = out
+        is_input = id(var) in input_ids
+        is_modified = id(var) in dirty
+        differentiable = (
+            node is not None
+            and id(var) not in non_diff
+            and (var.dtype.is_floating_point or var.dtype.is_complex)
+        )
+        if node is not None:
+            ctx._output_info.append((tuple(var.shape), var.dtype))
+        if not differentiable:
+            if node is not None:
+                node._input_metadata.append(InputMetadata.undefined())
+            if not var.requires_grad:
+                if is_input and not is_modified:
+                    var = _view_as_self_with_no_grad(var)
+                result.append(var)
+                continue
+            if is_input:
+                var = var.detach()
+            elif var._view is None:
+                var.detach_()
+            result.append(var)
+            continue
+        assert node is not None
+        output_nr = node.add_input_metadata(var)
+        if is_modified:
+            if var.is_leaf and var.requires_grad:
+                raise RuntimeError(
+                    "a leaf Variable that requires grad has been used in an in-place operation."
+                )
+            if not is_input:
+                warnings.warn(
+                    "Only input Tensors should be given to ctx.mark_dirty(). If a Tensor is not an "
+                    "input, there is no need to pass it to mark_dirty().",
+                    UserWarning,
+                    stacklevel=4,
+                )
+            if var._view is not None and num_tensor_outputs > 1:
+                raise RuntimeError(
+                    "If your Function modifies inplace an input that is a view of another "
+                    "Tensor, your Function cannot return more than one Tensor. This is not "
+                    "supported by the current autograd engine. You should either make sure the "
+                    "input is not a view (using .clone() for example) or make your Function only "
+                    "return one Tensor (potentially splitting it into two Functions: one doing "
+                    "the inplace that returns a single Tensor and a second one that does the "
+                    "other operations). You can ask on the forum https://discuss.pytorch.org/ if "
+                    "you need help to do this change."
+                )
+            from engine.autograd._views import rebase_history
+
+            node._input_metadata.pop()
+            var._grad = None  # a retained .grad described the old value
+            rebase_history(var, node)
+        elif is_input:
+            var = _view_as_self_with_no_grad(var)
+            var._grad_fn = node
+            var._output_nr = output_nr
+        else:
+            var._grad_fn = node
+            var._output_nr = output_nr
+            var._requires_grad = False
+            if var._view is not None:
+                var._view.creation_meta = CreationMeta.IN_CUSTOM_FUNCTION
+        result.append(var)
+    return tuple(result)
+
+
+def _mark_dirty(ctx: BackwardCFunction) -> set[int]:
+    """Bump the version of every tensor forward modified in place (``ctx.mark_dirty``), as the
+    in-place op would have outside the no_grad forward; returns their ids."""
+    dirty: set[int] = set()
+    for i, t in enumerate(ctx.dirty_tensors):
+        if not isinstance(t, Tensor):
+            raise RuntimeError(
+                f"mark_dirty can only accept variables, but argument {i} is of type "
+                f"{type(t).__name__}"
+            )
+        dirty.add(id(t))
+        t._version_counter.version += 1
+    ctx.dirty_tensors = ()
+    return dirty
+
+
+def _view_as_self_with_no_grad(t: Tensor) -> Tensor:
+    # An input returned as-is comes back as a new view of itself, so that giving it a grad_fn
+    # does not change the caller's tensor.
+    from engine.autograd.grad_mode import no_grad
+
+    with no_grad():
+        v = t.view_as(t)
+    v._view = _ViewInfo(t._view.base if t._view else t, CreationMeta.IN_CUSTOM_FUNCTION, t._version)
+    return v
+
+
+def _save_variables(ctx: BackwardCFunction) -> None:
+    if ctx.to_save is None:
+        return
+    ctx.saved_variables = []
+    for t in ctx.to_save:
+        if t is None:
+            ctx.saved_variables.append(SavedVariable(None, False))
+        else:
+            ctx.saved_variables.append(SavedVariable(t, t._grad_fn is ctx, saved_for=ctx))
+
+
+class _DelayedError(Node):
+    def __init__(self, msg: str, num_inputs: int) -> None:
+        super().__init__()
+        self.msg = msg
+
+    def apply(self, grads: list[Tensor | None]) -> list[Tensor | None]:
+        raise RuntimeError(self.msg)
+
+
+def once_differentiable(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Mark a backward as not differentiable: it runs without recording, and differentiating
+    its result (with ``create_graph=True``) raises an error."""
+
+    @functools.wraps(fn)
+    def wrapper(ctx: Any, *args: Any) -> Any:
+        from engine.autograd.grad_mode import enable_grad, no_grad
+
+        with no_grad():
+            outputs = fn(ctx, *args)
+        if not _tls.grad_enabled:
+            return outputs
+        requires_grad = any(isinstance(a, Tensor) and a.requires_grad for a in args)
+        if not requires_grad:
+            return outputs
+        single = not isinstance(outputs, tuple)
+        outs = (outputs,) if single else outputs
+        err = _DelayedError(
+            "trying to differentiate twice a function that was marked with @once_differentiable",
+            len(outs),
+        )
+        err._next_edges = collect_next_edges([a for a in args if isinstance(a, Tensor)])
+        wrapped = []
+        with enable_grad():
+            for o in outs:
+                if isinstance(o, Tensor):
+                    o = o.detach()
+                    o._grad_fn = err
+                    o._output_nr = err.add_input_metadata(o)
+                wrapped.append(o)
+        return wrapped[0] if single else tuple(wrapped)
+
+    return wrapper

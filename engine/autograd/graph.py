@@ -1,0 +1,609 @@
+"""The autograd graph: ``Node``, ``AccumulateGrad``, ``SavedVariable`` and saved-tensor hooks.
+
+A reader who knows PyTorch's ``torch/csrc/autograd/function.h`` and ``saved_variable.cpp``
+will find the same pieces here under the same names.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from engine._C import _tls
+from engine._tensor import Tensor
+from engine.utils.hooks import RemovableHandle
+
+if TYPE_CHECKING:
+    from engine.autograd.engine import GraphTask
+
+__all__ = [
+    "AccumulateGrad",
+    "Node",
+    "SavedTensor",
+    "SavedVariable",
+    "disable_saved_tensors_hooks",
+    "gradient_edge",
+    "increment_version",
+    "register_multi_grad_hook",
+    "saved_tensors_hooks",
+]
+
+Edge = tuple["Node | None", int]
+UINT64_MAX = 2**64 - 1
+
+ERR_BACKWARD_TWICE = (
+    "Trying to backward through the graph a second time (or directly access saved tensors after "
+    "they have already been freed). Saved intermediate values of the graph are freed when you "
+    "call .backward() or autograd.grad(). Specify retain_graph=True if you need to backward "
+    "through the graph a second time or if you need to access saved tensors after calling "
+    "backward."
+)
+
+
+class InputMetadata:
+    """Shape and dtype of one gradient a node expects (one per forward output)."""
+
+    __slots__ = ("dtype", "shape", "was_default_constructed")
+
+    def __init__(self, shape: tuple[int, ...], dtype: Any, was_default_constructed: bool = False) -> None:
+        self.shape = shape
+        self.dtype = dtype
+        self.was_default_constructed = was_default_constructed
+
+    @classmethod
+    def of(cls, t: Tensor) -> InputMetadata:
+        return cls(t._data.shape, t._dtype)
+
+    @classmethod
+    def undefined(cls) -> InputMetadata:
+        """PyTorch's ``Node::undefined_input()``: the slot of an output that gets no gradient
+        (a non-tensor or non-differentiable output of a custom Function)."""
+        return cls((), None, was_default_constructed=True)
+
+
+class Node:
+    """A function of the backward graph (PyTorch's ``torch::autograd::Node``).
+
+    ``next_functions[i]`` is the edge along which the gradient for the forward op's ``i``-th
+    input flows: ``(node, input_nr)``, or ``(None, 0)`` for an input that needs no gradient.
+    Subclasses implement ``apply(grads) -> grads``.
+    """
+
+    _node_name: ClassVar[str | None] = None
+
+    def __init__(self, sequence_nr: int | None = None) -> None:
+        # See Note [sequence_nr] in engine/_C.py.
+        if sequence_nr is None:
+            sequence_nr = _tls.sequence_nr
+            _tls.sequence_nr += 1
+        self._seq_nr = sequence_nr
+        self._next_edges: list[Edge] = []
+        self._input_metadata: list[InputMetadata] = []
+        self._pre_hooks: dict[int, Callable[..., Any]] = {}
+        self._post_hooks: dict[int, Callable[..., Any]] = {}
+        # Tensor hooks of the outputs, in registration order: (output_nr, the tensor's own
+        # ordered hook dict, shared with the tensor). A list, not a dict by output_nr: two tensor
+        # objects can stand for the same output (a saved output unpacked), each with its hooks.
+        self._tensor_pre_hooks: list[tuple[int, dict[int, Callable[..., Any]]]] = []
+        self._retains_grad_hooks: dict[int, Callable[..., Any]] = {}
+        self._metadata: dict[str, Any] | None = None
+        self._saved: dict[str, SavedVariable] = {}
+        self._saved_attrs: dict[str, Any] = {}
+        self._anomaly_trace: list[str] | None = None
+        self._anomaly_parent: Node | None = None
+        if _anomaly_enabled[0]:
+            from engine.autograd.anomaly_mode import record_forward_trace
+
+            record_forward_trace(self)
+
+    # --- the graph ----------------------------------------------------------------------------
+
+    def name(self) -> str:
+        return self._node_name or type(self).__name__
+
+    @property
+    def next_functions(self) -> tuple[Edge, ...]:
+        return tuple(self._next_edges)
+
+    def _sequence_nr(self) -> int:
+        return self._seq_nr
+
+    def _set_sequence_nr(self, nr: int) -> None:
+        self._seq_nr = nr
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        if self._metadata is None:
+            self._metadata = {}
+        return self._metadata
+
+    def num_outputs(self) -> int:
+        return len(self._next_edges)
+
+    def num_inputs(self) -> int:
+        return len(self._input_metadata)
+
+    def add_input_metadata(self, t: Tensor) -> int:
+        self._input_metadata.append(InputMetadata.of(t))
+        return len(self._input_metadata) - 1
+
+    def should_compute_output(self, i: int) -> bool:
+        """Whether forward input ``i`` gets a gradient at all (its edge leads somewhere)."""
+        return self._next_edges[i][0] is not None
+
+    def task_should_compute_output(self, i: int) -> bool:
+        """Whether the running backward needs the gradient of forward input ``i``."""
+        fn = self._next_edges[i][0]
+        if fn is None:
+            return False
+        task = _tls.graph_task
+        if task is None or not task.exec_info:
+            return True
+        info = task.exec_info.get(fn)
+        return info is not None and info.should_execute()
+
+    # --- running ------------------------------------------------------------------------------
+
+    def apply(self, grads: list[Tensor | None]) -> list[Tensor | None]:
+        raise NotImplementedError(f"{self.name()} does not implement apply")
+
+    def __call__(self, *grads: Tensor | None) -> Any:
+        return self.apply(list(grads))
+
+    def release_variables(self) -> None:
+        for saved in self._saved.values():
+            saved.reset_data()
+
+    def will_release_variables(self) -> None:
+        pass
+
+    # --- hooks --------------------------------------------------------------------------------
+
+    def register_hook(self, fn: Callable[..., Any]) -> RemovableHandle:
+        """``fn(grad_inputs, grad_outputs)`` runs after this node; may return new grad_inputs."""
+        return RemovableHandle.add(self._post_hooks, fn)
+
+    def register_prehook(self, fn: Callable[..., Any]) -> RemovableHandle:
+        """``fn(grad_outputs)`` runs before this node; may return new grad_outputs."""
+        return RemovableHandle.add(self._pre_hooks, fn)
+
+    # --- saved tensors ------------------------------------------------------------------------
+
+    def save(self, name: str, t: Tensor | None, is_output: bool = False) -> None:
+        self._saved[name] = SavedVariable(t, is_output, saved_for=self)
+
+    def __getattr__(self, name: str) -> Any:
+        # ``_saved_self`` / ``_raw_saved_self``: PyTorch's generated accessors.
+        if name.startswith("_raw_saved_"):
+            key = name[len("_raw_saved_") :]
+            if key in self.__dict__.get("_saved", {}):
+                return SavedTensor(self._saved[key])
+        elif name.startswith("_saved_"):
+            key = name[len("_saved_") :]
+            if key in self.__dict__.get("_saved", {}):
+                return self._saved[key].unpack(self)
+            attrs = self.__dict__.get("_saved_attrs", {})
+            if key in attrs:
+                return attrs[key]
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+    def __repr__(self) -> str:
+        return f"<{self.name()} object at {hex(id(self))}>"
+
+
+_anomaly_enabled = [False]
+
+
+class AccumulateGrad(Node):
+    """The node at a leaf: adds the incoming gradient into ``variable.grad``."""
+
+    _node_name = "engine::autograd::AccumulateGrad"
+
+    def __init__(self, variable: Tensor) -> None:
+        super().__init__(sequence_nr=UINT64_MAX)
+        self.variable = variable
+        self._input_metadata = [InputMetadata.of(variable)]
+
+    def apply(self, grads: list[Tensor | None]) -> list[Tensor | None]:
+        new_grad = grads[0]
+        variable = self.variable
+        if new_grad is None:
+            return []
+        if not variable.requires_grad:
+            return []
+        old = variable._grad
+        if old is None:
+            if not _tls.grad_enabled:
+                # PyTorch steals new_grad when nothing else references it; we always copy,
+                # which gives the same values and keeps ``.grad`` from aliasing another tensor.
+                variable._grad = new_grad.detach().clone()
+            else:
+                # create_graph: PyTorch's clone_obey_contract, an empty tensor copy_()'d into,
+                # so the new .grad's grad_fn is CopyBackwards.
+                from engine import empty_like
+
+                variable._grad = empty_like(variable).copy_(new_grad)
+        elif not _tls.grad_enabled:
+            old._data += new_grad._data  # in place: ``x.grad`` stays the same object
+            old._version_counter.version += 1
+        else:
+            variable._grad = old + new_grad  # create_graph: out of place, differentiable
+        if variable._post_accumulate_grad_hooks:
+            for hook in list(variable._post_accumulate_grad_hooks.values()):
+                hook(variable)
+        return []
+
+    @property
+    def _tensor_pre_hooks(self) -> list[tuple[int, dict[int, Callable[..., Any]]]]:  # type: ignore[override]
+        # The node is only weakly held by its leaf, so the hooks live on the tensor and are read
+        # from it each time (PyTorch's AccumulateGrad::tensor_pre_hooks does the same).
+        hooks = self.variable._backward_hooks
+        return [(0, hooks)] if hooks else []
+
+    @_tensor_pre_hooks.setter
+    def _tensor_pre_hooks(self, value: Any) -> None:
+        pass
+
+
+def grad_accumulator(t: Tensor) -> AccumulateGrad | None:
+    """The (lazily created, weakly held) AccumulateGrad node of a leaf that requires grad."""
+    if not t._requires_grad:
+        return None
+    acc = t._grad_accumulator() if t._grad_accumulator is not None else None
+    if acc is None:
+        acc = AccumulateGrad(t)
+        t._grad_accumulator = weakref.ref(acc)
+    return acc
+
+
+def gradient_edge(t: Tensor) -> Edge:
+    """Where the gradient of ``t`` goes: its grad_fn, its AccumulateGrad, or nowhere."""
+    fn = t.grad_fn
+    if fn is not None:
+        return (fn, t._output_nr)
+    return (grad_accumulator(t), 0)
+
+
+def collect_next_edges(tensors: Sequence[Tensor | None]) -> list[Edge]:
+    return [(None, 0) if t is None else gradient_edge(t) for t in tensors]
+
+
+# Note [Saved variable versions]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A SavedVariable is "a snapshot of a variable at a certain version": it records the version
+# counter's value when saved, and unpack() refuses a tensor whose counter moved since, because
+# the backward formula would silently use the modified values. The counter is shared by a tensor,
+# all its views and its detach()es, so modifying any of them is caught. With saved-tensor hooks,
+# the hook owns the data and no check is made (PyTorch: "we can't track versions through hooks").
+
+
+class SavedVariable:
+    """One tensor saved for backward (PyTorch's ``SavedVariable``)."""
+
+    __slots__ = (
+        "_data",
+        "_dtype",
+        "_grad_accumulator",
+        "_hooks",
+        "_is_leaf",
+        "_is_output",
+        "_output_nr",
+        "_packed",
+        "_requires_grad",
+        "_saved_original",
+        "_saved_version",
+        "_shape",
+        "_version_counter",
+        "_was_default_constructed",
+        "_weak_grad_fn",
+        "_grad_fn",
+    )
+
+    def __init__(self, t: Tensor | None, is_output: bool, saved_for: Node | None = None) -> None:
+        self._was_default_constructed = t is None
+        self._data: Tensor | None = None
+        self._hooks: tuple[Any, Any] | None = None
+        self._packed: Any = None
+        self._saved_original = False
+        self._grad_fn: Node | None = None
+        self._grad_accumulator: AccumulateGrad | None = None
+        self._requires_grad = False
+        if t is None:
+            return
+        if t._inference:
+            raise RuntimeError(
+                "Inference tensors cannot be saved for backward. To work around you can make a "
+                "clone to get a normal tensor and use it in autograd."
+            )
+        self._saved_version = t._version_counter.version
+        self._version_counter = t._version_counter
+        self._is_leaf = t.is_leaf
+        self._is_output = is_output
+        self._output_nr = t._output_nr
+        self._shape = t._data.shape
+        self._dtype = t._dtype
+        hooks = _tls.saved_tensors_hooks[-1] if _tls.saved_tensors_hooks else None
+        # Python numbers turned into tensors ("wrapped numbers") never reach user hooks.
+        if hooks is not None and not t._wrapped_number:
+            self._save_metadata(t)
+            self._set_hooks_and_pack_data(hooks, t)
+            return
+        # An input, or a leaf, can be kept as is: its grad_fn is not the node saving it, so no
+        # reference cycle. An output is stored without its grad_fn and re-linked on unpack.
+        if not is_output or self._is_leaf:
+            self._saved_original = True
+            self._data = t
+            return
+        self._save_metadata(t)
+        self._data = Tensor._make(t._data)
+        self._data._version_counter = t._version_counter
+
+    def _save_metadata(self, t: Tensor) -> None:
+        if self._is_leaf:
+            self._grad_accumulator = grad_accumulator(t)
+            self._requires_grad = t.requires_grad
+        elif not self._is_output:
+            self._grad_fn = t.grad_fn
+
+    def _set_hooks_and_pack_data(self, hooks: tuple[Any, Any], t: Tensor) -> None:
+        from engine.autograd.grad_mode import no_grad
+
+        self._hooks = hooks
+        version = t._version_counter.version
+        with no_grad():
+            self._packed = hooks[0](t)
+        if version != t._version_counter.version:
+            raise RuntimeError(
+                "A saved tensor pack hook is modifying its input in place. Tensors provided as "
+                "input to pack hook can not be modified by in-place operations as this can lead "
+                "to unexpected side-effects. Please open an issue if you need to perform "
+                "in-place operations on the input to a pack hook."
+            )
+
+    def reset_data(self) -> None:
+        self._hooks = None
+        self._packed = None
+        self._grad_fn = None
+        self._data = None
+
+    @property
+    def is_released(self) -> bool:
+        return not self._was_default_constructed and self._data is None and self._hooks is None
+
+    def unpack(self, saved_for: Node | None = None) -> Tensor | None:
+        if self._was_default_constructed:
+            return None
+        if self._data is None and self._hooks is None:
+            raise RuntimeError(ERR_BACKWARD_TWICE)
+        grad_fn = self._grad_fn
+        if self._saved_original and self._data is not None:
+            grad_fn = self._data.grad_fn
+        if not self._is_leaf and grad_fn is None:
+            grad_fn = saved_for
+        if self._hooks is None:
+            current = self._version_counter.version
+            if current != self._saved_version:
+                raise RuntimeError(self._version_error(current, grad_fn))
+            if self._saved_original:
+                return self._data
+        if self._hooks is not None:
+            data = self._hooks[1](self._packed)
+            if not isinstance(data, Tensor):
+                raise TypeError(
+                    "Output of saved tensor unpack_hook expected to be a Tensor but got result "
+                    f"of type {type(data).__name__}"
+                )
+        else:
+            assert self._data is not None
+            data = self._data
+        if grad_fn is None and not self._requires_grad and not data.requires_grad:
+            return data
+        # Re-link the saved data to its place in the graph (a new tensor object, as in PyTorch).
+        var = Tensor._make(data._data)
+        var._version_counter = data._version_counter
+        if grad_fn is not None:
+            var._grad_fn = grad_fn
+            var._output_nr = self._output_nr
+        else:
+            var._requires_grad = self._requires_grad
+            if self._grad_accumulator is not None:
+                var._grad_accumulator = weakref.ref(self._grad_accumulator)
+        return var
+
+    def _version_error(self, current: int, grad_fn: Node | None) -> str:
+        from engine._tensor_str import type_and_size
+
+        msg = (
+            "one of the variables needed for gradient computation has been modified by an "
+            f"inplace operation: [{type_and_size(self._dtype, self._shape)}]"
+        )
+        if grad_fn is not None:
+            msg += f", which is output {self._output_nr} of {grad_fn.name()},"
+        msg += f" is at version {current}; expected version {self._saved_version} instead."
+        if _anomaly_enabled[0]:
+            msg += (
+                " Hint: the backtrace further above shows the operation that failed to compute "
+                "its gradient. The variable in question was changed in there or anywhere later. "
+                "Good luck!"
+            )
+        else:
+            msg += (
+                " Hint: enable anomaly detection to find the operation that failed to compute "
+                "its gradient, with engine.autograd.set_detect_anomaly(True)."
+            )
+        return msg
+
+
+class SavedTensor:
+    """``node._raw_saved_<name>``: lets a user put their own pack/unpack hooks on one saved
+    tensor."""
+
+    def __init__(self, saved: SavedVariable) -> None:
+        self._saved = saved
+
+    def register_hooks(self, pack_hook: Callable[[Tensor], Any], unpack_hook: Callable[[Any], Tensor]) -> None:
+        sv = self._saved
+        if sv._was_default_constructed:
+            raise RuntimeError(
+                "Calling register_hooks on a saved tensor whose value is None is forbidden"
+            )
+        if sv._hooks is not None:
+            raise RuntimeError(
+                "Calling register_hooks on a saved tensor with hooks already registered is "
+                "forbidden"
+            )
+        if sv._data is None:
+            raise RuntimeError(
+                "Calling register_hooks on a saved tensor after it has been freed. Saved "
+                "intermediate values of the graph are freed when you call .backward() or "
+                "autograd.grad(). Specify retain_graph=True if you need to backward through the "
+                "graph a second time or if you need to access saved variables after calling "
+                "backward."
+            )
+        if not callable(pack_hook) or not callable(unpack_hook):
+            raise TypeError("Expected both arguments to be callables")
+        data = sv._data
+        if sv._saved_original:
+            sv._save_metadata(data)
+        sv._data = None
+        sv._saved_original = False
+        sv._set_hooks_and_pack_data((pack_hook, unpack_hook), data)
+
+
+# --- saved-tensor hooks ----------------------------------------------------------------------
+
+# Note [Saved-tensor hooks stack]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# The stack is thread-local and only its innermost pair applies: a SavedVariable created while
+# the pair (pack, unpack) is on top calls pack(tensor) at once and keeps only what pack returned;
+# the same pair's unpack turns it back into a tensor in backward, whatever the stack is then.
+# Activation checkpointing is built on exactly this (engine/utils/checkpoint.py).
+
+
+class saved_tensors_hooks:  # noqa: N801 - PyTorch's name
+    """Context manager that sets a pair of pack / unpack hooks for saved tensors.
+
+    ``pack_hook(tensor: Tensor) -> Any`` runs when an op saves a tensor for backward, and its
+    result is stored instead of the tensor. ``unpack_hook(Any) -> Tensor`` runs when the saved
+    tensor is needed and must return a tensor with the same content.
+
+    Example::
+
+        >>> import engine
+        >>> a = engine.ones(5, requires_grad=True)
+        >>> with engine.autograd.graph.saved_tensors_hooks(lambda x: x * 4, lambda x: x / 4):
+        ...     y = a * a
+        >>> y.sum().backward()
+        >>> a.grad
+        tensor([2., 2., 2., 2., 2.])
+    """
+
+    def __init__(
+        self, pack_hook: Callable[[Tensor], Any], unpack_hook: Callable[[Any], Tensor]
+    ) -> None:
+        self.pack_hook = pack_hook
+        self.unpack_hook = unpack_hook
+
+    def __enter__(self) -> None:
+        if _tls.saved_tensors_hooks_disabled is not None:
+            raise RuntimeError(_tls.saved_tensors_hooks_disabled)
+        _tls.saved_tensors_hooks.append((self.pack_hook, self.unpack_hook))
+
+    def __exit__(self, *args: object) -> None:
+        _tls.saved_tensors_hooks.pop()
+
+
+class disable_saved_tensors_hooks:  # noqa: N801
+    """Make entering ``saved_tensors_hooks`` an error carrying ``error_message``."""
+
+    def __init__(self, error_message: str) -> None:
+        self.error_message = error_message
+        self.prev: str | None = None
+
+    def __enter__(self) -> None:
+        self.prev = _tls.saved_tensors_hooks_disabled
+        _tls.saved_tensors_hooks_disabled = self.error_message
+
+    def __exit__(self, *args: object) -> None:
+        _tls.saved_tensors_hooks_disabled = self.prev
+
+
+def increment_version(tensor: Tensor | Sequence[Tensor]) -> None:
+    """Bump the version counter, as an in-place op would."""
+    tensors = [tensor] if isinstance(tensor, Tensor) else tensor
+    for t in tensors:
+        t._version_counter.version += 1
+
+
+def get_gradient_edge(tensor: Tensor) -> Edge:
+    return gradient_edge(tensor)
+
+
+class _MultiHandle(RemovableHandle):
+    def __init__(self, handles: list[RemovableHandle]) -> None:
+        self.handles = handles
+
+    def remove(self) -> None:
+        for h in self.handles:
+            h.remove()
+
+
+def register_multi_grad_hook(
+    tensors: Sequence[Tensor], fn: Callable[..., Any], *, mode: str = "all"
+) -> RemovableHandle:
+    """Call ``fn`` once per backward, after the gradients of ``tensors`` are computed.
+
+    ``mode="all"``: ``fn(grads)`` with one entry per tensor (``None`` for a tensor whose grad
+    was not computed in this backward). ``mode="any"``: ``fn(grad)`` for the first one.
+    """
+    from engine.autograd.engine import current_graph_task
+
+    if mode not in ("all", "any"):
+        raise ValueError(f"Expects mode to be one of ('all', 'any') but got {mode}")
+    state: dict[int, Any] = {}
+    tensors = list(tensors)
+    handles: list[RemovableHandle] = []
+
+    if mode == "all":
+        counts: dict[int, int] = {}
+        grads_by_task: dict[int, list[Tensor | None]] = {}
+
+        def needed(task: GraphTask) -> int:
+            return sum(1 for t in tensors if task.will_compute_grad_of(t))
+
+        def make_hook(i: int) -> Callable[[Tensor], None]:
+            def hook(grad: Tensor) -> None:
+                task = current_graph_task()
+                assert task is not None
+                key = task.id
+                if key not in counts:
+                    counts[key] = needed(task)
+                    grads_by_task[key] = [None] * len(tensors)
+                grads_by_task[key][i] = grad
+                counts[key] -= 1
+                if counts[key] == 0:
+                    grads = grads_by_task.pop(key)
+                    del counts[key]
+                    fn(tuple(grads))
+
+            return hook
+
+        for i, t in enumerate(tensors):
+            if t.requires_grad:
+                handles.append(t.register_hook(make_hook(i)))
+    else:
+
+        def any_hook(grad: Tensor) -> None:
+            task = current_graph_task()
+            key = task.id if task is not None else -1
+            if state.get(key):
+                return
+            state[key] = True
+            fn(grad)
+
+        for t in tensors:
+            if t.requires_grad:
+                handles.append(t.register_hook(any_hook))
+    return _MultiHandle(handles)
+

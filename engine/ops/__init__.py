@@ -1,0 +1,23 @@
+"""The op table. ``engine.ops.<name>`` is an op object (``engine.ops.mm.name == "mm"``), the
+engine's counterpart of ``torch.ops.aten.mm.default``; ``OPS`` maps every name to its entry.
+
+Adding an op = one ``@op`` entry in the module of its family (kernel, formulas, samples); its
+method, its ``engine.<name>`` function, its saved tensors and its tests all follow from it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from engine.ops import activation, indexing, nn_ops, pointwise, reduction, shape  # noqa: F401  (each registers its ops)
+from engine.ops._dispatch import OPS, CompositeOp, DispatchMode, Op, composite, op
+
+__all__ = ["OPS", "CompositeOp", "DispatchMode", "Op", "composite", "op"]
+
+# engine.ops.sin, engine.ops.pow_Tensor_Scalar ("pow.Tensor_Scalar"), engine.ops.sum (a router).
+for _name, _entry in OPS.items():
+    globals()[_name.replace(".", "_")] = _entry
+
+
+def __getattr__(name: str) -> Any:
+    raise AttributeError(f"module 'engine.ops' has no attribute '{name}'")

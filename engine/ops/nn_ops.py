@@ -1,0 +1,602 @@
+"""Neural-network ops: layer norm, embedding, the losses and dropout (what ``torch.nn.functional``
+calls into).
+
+As in ATen, each loss or normalization is a primitive with its own backward *op*
+(``mse_loss_backward``, ``nll_loss_backward``, ``native_layer_norm_backward``...): the node's
+formula calls that op, and that op has formulas of its own, so double backward records
+``MseLossBackwardBackward0`` and friends like PyTorch. Dropout is not a primitive on the CPU:
+PyTorch multiplies by a random mask (``MulBackward0``), and so does the engine.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from engine._factories import zeros_like
+from engine._tensor import Tensor
+from engine.ops._dispatch import composite, inplace_variant, op
+from engine.ops._samples import Lit, SampleInput, T
+from engine.ops.pointwise import silu
+
+Array = np.ndarray
+
+# ATen's loss reduction enum (at::Reduction).
+REDUCTION_NONE, REDUCTION_MEAN, REDUCTION_SUM = 0, 1, 2
+
+
+# --- layer norm ---------------------------------------------------------------------------------
+
+
+def _norm_axes(ndim: int, normalized_shape: Sequence[int]) -> tuple[int, ...]:
+    return tuple(range(ndim - len(normalized_shape), ndim))
+
+
+def _check_layer_norm(
+    input: Array, normalized_shape: Sequence[int], weight: Array | None, bias: Array | None  # noqa: A002
+) -> None:
+    shape = list(normalized_shape)
+    if not shape:
+        raise RuntimeError(
+            "Expected normalized_shape to be at least 1-dimensional, i.e., containing at least one "
+            f"element, but got normalized_shape = {shape}"
+        )
+    for name, t in (("weight", weight), ("bias", bias)):
+        if t is not None and list(t.shape) != shape:
+            raise RuntimeError(
+                f"Expected {name} to be of same shape as normalized_shape, but got {name} of shape "
+                f"{list(t.shape)} and normalized_shape = {shape}"
+            )
+    if input.ndim < len(shape) or list(input.shape[input.ndim - len(shape) :]) != shape:
+        raise RuntimeError(
+            f"Given normalized_shape={shape}, expected input with shape [*, {', '.join(map(str, shape))}], "
+            f"but got input of size{list(input.shape)}"
+        )
+
+
+def _layer_norm_grads(
+    grad: Tensor,
+    input: Tensor,  # noqa: A002
+    normalized_shape: Sequence[int],
+    result1: Tensor,
+    result2: Tensor,
+    weight: Tensor | None,
+    bias: Tensor | None,
+    which: int,
+) -> Tensor | None:
+    # PyTorch's one formula for ``input, weight, bias`` computes the three gradients in a single
+    # native_layer_norm_backward call; the engine asks for one gradient per input.
+    mask = [i == which for i in range(3)]
+    return native_layer_norm_backward(grad, input, normalized_shape, result1, result2, weight, bias, mask)[which]  # type: ignore[no-any-return]
+
+
+@op(
+    derivatives={
+        "input": lambda grad, input, normalized_shape, result1, result2, weight, bias: _layer_norm_grads(  # noqa: A006
+            grad, input, normalized_shape, result1, result2, weight, bias, 0
+        ),
+        "weight": lambda grad, input, normalized_shape, result1, result2, weight, bias: _layer_norm_grads(  # noqa: A006
+            grad, input, normalized_shape, result1, result2, weight, bias, 1
+        ),
+        "bias": lambda grad, input, normalized_shape, result1, result2, weight, bias: _layer_norm_grads(  # noqa: A006
+            grad, input, normalized_shape, result1, result2, weight, bias, 2
+        ),
+    },
+    outputs=("result0", "result1", "result2"),
+    # mean and rstd are outputs without a gradient: the formula only reads ``grad``.
+    differentiable_outputs=(True, False, False),
+    method=False,
+    samples=lambda: [
+        SampleInput((T.of(2, 3), (3,), T.of(3), T.of(3), 1e-5)),
+        SampleInput((T.of(2, 3, 4), (3, 4), T.of(3, 4), T.of(3, 4), 1e-5), note="2-d normalized shape"),
+        SampleInput((T.of(4, 5), (5,), None, None, 1e-5), note="no affine"),
+        SampleInput((T.of(2, 3), (3,), T.of(3), None, 1e-3), note="no bias"),
+        SampleInput((T.of(2, 3), (3,), T((3,), grad=False), T.of(3), 1e-5), note="frozen weight"),
+        SampleInput((T.of(3, 2), (2,), T.of(2), T.of(2), 1e-5), note="two features"),
+    ],
+)
+def native_layer_norm(
+    input: Tensor,  # noqa: A002 - PyTorch's parameter name
+    normalized_shape: Sequence[int],
+    weight: Tensor | None,
+    bias: Tensor | None,
+    eps: float,
+) -> tuple[Array, Array, Array]:
+    _check_layer_norm(input, normalized_shape, weight, bias)
+    axes = _norm_axes(input.ndim, normalized_shape)
+    mean = input.mean(axis=axes, keepdims=True)
+    centered = input - mean
+    rstd = 1.0 / np.sqrt((centered * centered).mean(axis=axes, keepdims=True) + eps)
+    out = centered * rstd
+    if weight is not None:
+        out = out * weight
+    if bias is not None:
+        out = out + bias
+    return out, mean, rstd
+
+
+def _layer_norm_double_backward(
+    input: Tensor,  # noqa: A002
+    weight: Tensor | None,
+    ggI: Tensor | None,  # noqa: N803 - the names of PyTorch's layer_norm_double_backward
+    ggG: Tensor | None,  # noqa: N803
+    ggB: Tensor | None,  # noqa: N803
+    gO: Tensor,  # noqa: N803
+    mean: Tensor,
+    rstd: Tensor,
+    normalized_shape: Sequence[int],
+    which: str,
+) -> Tensor | None:
+    """One of the three gradients of ``native_layer_norm_backward`` (PyTorch's
+    ``layer_norm_double_backward``), written with differentiable ops.
+
+    With x̂ = (x - mean) * rstd, g = gO * weight and E[.] the mean over the normalized dims,
+    the first backward is ``gI = rstd * P(g)`` where ``P(v) = v - E[v] - x̂ E[v x̂]`` (P is
+    self-adjoint), ``gW = Σ gO x̂`` and ``gB = Σ gO``. mean and rstd are saved constants, but
+    they depend on x: ``d rstd / dx = -rstd² x̂ / N`` and x̂ moves through ``rstd * P``; the
+    formulas below differentiate through both.
+    """
+    axes = _norm_axes(input.ndim, normalized_shape)
+    batch_axes = tuple(range(input.ndim - len(normalized_shape)))
+    n = math.prod(normalized_shape)
+
+    def e(v: Tensor) -> Tensor:
+        return v.sum(axes, keepdim=True) / n
+
+    def p(v: Tensor) -> Tensor:
+        return v - e(v) - xhat * e(v * xhat)
+
+    xhat = (input - mean) * rstd
+    g = gO * weight if weight is not None else gO
+    if which == "grad_out":
+        out: Tensor | None = None
+        if ggI is not None:
+            out = rstd * p(ggI) * weight if weight is not None else rstd * p(ggI)
+        if ggG is not None:
+            out = ggG * xhat if out is None else out + ggG * xhat
+        if ggB is not None:
+            out = ggB.expand(tuple(gO.shape)) if out is None else out + ggB
+        return out
+    if which == "weight":
+        if ggI is None:
+            return None
+        per_row = gO * rstd * p(ggI)
+        return per_row.sum(batch_axes) if batch_axes else per_row
+    # which == "input"
+    w: Tensor | None = None
+    if ggI is not None:
+        w = -rstd * (ggI * e(g * xhat) + g * e(ggI * xhat))
+    if ggG is not None:
+        w = ggG * gO if w is None else w + ggG * gO
+    if w is None:
+        return None
+    gI = rstd * p(w)  # noqa: N806
+    if ggI is not None:
+        s = e(ggI * g) - e(ggI) * e(g) - e(ggI * xhat) * e(g * xhat)
+        gI = gI - rstd * rstd * xhat * s  # noqa: N806
+    return gI
+
+
+def _lnbb(which: str) -> Any:
+    return lambda grads, input, weight, grad_out, mean, rstd, normalized_shape: _layer_norm_double_backward(  # noqa: A006
+        input, weight, grads[0], grads[1], grads[2], grad_out, mean, rstd, normalized_shape, which
+    )
+
+
+@op(
+    derivatives={
+        "grad_out": _lnbb("grad_out"),
+        "input": _lnbb("input"),
+        "weight": _lnbb("weight"),
+        # The gradients do not depend on bias.
+        "bias": lambda: None,
+    },
+    outputs=("result0", "result1", "result2"),
+    method=False,
+    function=False,
+)
+def native_layer_norm_backward(
+    grad_out: Tensor,
+    input: Tensor,  # noqa: A002
+    normalized_shape: Sequence[int],
+    mean: Tensor,
+    rstd: Tensor,
+    weight: Tensor | None,
+    bias: Tensor | None,
+    output_mask: Sequence[bool],
+) -> tuple[Array, Array, Array]:
+    axes = _norm_axes(input.ndim, normalized_shape)
+    batch_axes = tuple(range(input.ndim - len(normalized_shape)))
+    xhat = (input - mean) * rstd
+    g = grad_out * weight if weight is not None else grad_out
+    d_input = rstd * (g - g.mean(axis=axes, keepdims=True) - xhat * (g * xhat).mean(axis=axes, keepdims=True))
+    # Without weight or bias there is nothing to differentiate: zeros keep the result a tensor.
+    shape = tuple(normalized_shape)
+    d_weight = (grad_out * xhat).sum(axis=batch_axes) if weight is not None else np.zeros(shape, input.dtype)
+    d_bias = grad_out.sum(axis=batch_axes) if bias is not None else np.zeros(shape, input.dtype)
+    return d_input, np.asarray(d_weight), np.asarray(d_bias)
+
+
+@composite(
+    method=False,
+    samples=lambda: [
+        SampleInput((T.of(2, 3), (3,), T.of(3), T.of(3))),
+        SampleInput((T.of(2, 3), [3]), note="no affine"),
+    ],
+)
+def layer_norm(
+    input: Tensor,  # noqa: A002
+    normalized_shape: Sequence[int],
+    weight: Tensor | None = None,
+    bias: Tensor | None = None,
+    eps: float = 1e-5,
+    cudnn_enable: bool = True,
+) -> Tensor:
+    """``torch.layer_norm``: the first output of ``native_layer_norm``."""
+    return native_layer_norm(input, list(normalized_shape), weight, bias, eps)[0]  # type: ignore[no-any-return]
+
+
+# --- embedding ----------------------------------------------------------------------------------
+
+
+def _check_indices(indices: Array, fn: str) -> None:
+    if indices.dtype not in (np.int64, np.int32):
+        name = {"float32": "Float", "float64": "Double", "bool": "Bool"}.get(indices.dtype.name, indices.dtype.name)
+        raise RuntimeError(
+            "Expected tensor for argument #1 'indices' to have one of the following scalar types: Long, "
+            f"Int; but got torch.{name}Tensor instead (while checking arguments for {fn})".replace(
+                "torch.", "engine."
+            )
+        )
+
+
+@op(
+    derivatives={
+        "weight": lambda grad, indices, weight_sym_sizes, padding_idx, scale_grad_by_freq, sparse: (
+            _embedding_backward(grad, indices, weight_sym_sizes[0], padding_idx, scale_grad_by_freq, sparse)
+        )
+    },
+    dtypes="keep",
+    method=False,
+    samples=lambda: [
+        SampleInput((T.of(6, 3), Lit([[0, 2], [5, 0]]))),
+        SampleInput((T.of(6, 3), Lit([1, 1, 4]), 1), note="padding_idx"),
+        SampleInput((T.of(5, 2), Lit([3, 3, 0, 3]), -1, True), note="scale_grad_by_freq"),
+        SampleInput((T.of(4, 2), Lit(2)), note="0-d indices"),
+    ],
+)
+def embedding(
+    weight: Tensor, indices: Tensor, padding_idx: int = -1, scale_grad_by_freq: bool = False, sparse: bool = False
+) -> Array:
+    _check_indices(indices, "embedding")
+    if indices.size and (indices.min() < 0 or indices.max() >= weight.shape[0]):
+        raise IndexError("index out of range in self")
+    # take() copies even for 0-d indices (plain indexing would return a view of weight).
+    return np.take(weight, indices, axis=0)
+
+
+def _embedding_backward(
+    grad: Tensor, indices: Tensor, num_weights: int, padding_idx: int, scale_grad_by_freq: bool, sparse: bool
+) -> Tensor:
+    if sparse:
+        raise RuntimeError("engine has no sparse tensors: embedding(..., sparse=True) cannot be differentiated")
+    return embedding_dense_backward(grad, indices, num_weights, padding_idx, scale_grad_by_freq)  # type: ignore[no-any-return]
+
+
+def _embedding_dense_double_backward(grad: Tensor, indices: Tensor, padding_idx: int) -> Tensor:
+    # Rows for padding_idx got no gradient in the first backward, so they pass none on. The
+    # frequency scaling is not repeated here, as in PyTorch.
+    out: Tensor = embedding(grad, indices)
+    if padding_idx >= 0:
+        out = out * (indices != padding_idx).unsqueeze(-1)
+    return out
+
+
+@op(
+    derivatives={"grad_output": lambda grad, indices, padding_idx: _embedding_dense_double_backward(grad, indices, padding_idx)},
+    dtypes="keep",
+    method=False,
+    function=False,
+)
+def embedding_dense_backward(
+    grad_output: Tensor, indices: Tensor, num_weights: int, padding_idx: int, scale_grad_by_freq: bool
+) -> Array:
+    flat = indices.reshape(-1)
+    rows = grad_output.reshape(flat.size, -1)
+    if scale_grad_by_freq:
+        counts = np.bincount(flat, minlength=num_weights)
+        rows = rows / counts[flat][:, None]
+    if padding_idx >= 0:
+        keep = flat != padding_idx
+        flat, rows = flat[keep], rows[keep]
+    out = np.zeros((num_weights, rows.shape[1]), dtype=grad_output.dtype)
+    np.add.at(out, flat, rows)
+    return out
+
+
+# --- mse_loss -----------------------------------------------------------------------------------
+
+
+def _mse_loss_double_backward(grad: Tensor, input: Tensor, reduction: int) -> Tensor:  # noqa: A002
+    out = 2 * grad
+    return out / input.numel() if reduction == REDUCTION_MEAN else out
+
+
+def _reduce(a: Array, reduction: int) -> Array:
+    if reduction == REDUCTION_MEAN:
+        return np.asarray(a.mean()) if a.size else np.asarray(np.nan, a.dtype)
+    if reduction == REDUCTION_SUM:
+        return np.asarray(a.sum())
+    return a
+
+
+@op(
+    derivatives={
+        "self": lambda grad, self, target, reduction: mse_loss_backward(grad, self, target, reduction),
+        "target": lambda grad, target, self, reduction: mse_loss_backward(grad, target, self, reduction),
+    },
+    method=False,
+    function=False,
+    samples=lambda: [
+        SampleInput((T.of(2, 3), T.of(2, 3))),
+        SampleInput((T.of(2, 3), T.of(2, 3), REDUCTION_SUM), note="sum"),
+        SampleInput((T.of(2, 3), T.of(2, 3), REDUCTION_NONE), note="none"),
+        SampleInput((T.of(2, 3), T((2, 3), grad=False)), note="constant target"),
+    ],
+)
+def mse_loss(self: Tensor, target: Tensor, reduction: int = REDUCTION_MEAN) -> Array:
+    diff = self - target
+    return _reduce(diff * diff, reduction)
+
+
+@op(
+    derivatives={
+        "grad_output": lambda grad, self, target, reduction: mse_loss_backward(grad, self, target, reduction),
+        "self": lambda grad, grad_output, self, reduction: _mse_loss_double_backward(grad * grad_output, self, reduction),
+        "target": lambda grad, grad_output, target, reduction: -_mse_loss_double_backward(
+            grad * grad_output, target, reduction
+        ),
+    },
+    method=False,
+    function=False,
+)
+def mse_loss_backward(grad_output: Tensor, self: Tensor, target: Tensor, reduction: int) -> Array:
+    norm = 2.0 / self.size if reduction == REDUCTION_MEAN else 2.0
+    return norm * (self - target) * grad_output
+
+
+# --- nll_loss -----------------------------------------------------------------------------------
+# nll_loss_forward takes (N, C) or (C,) inputs; nll_loss2d_forward (N, C, H, W). Both pick
+# -input[n, target[n], ...] * weight[target[n]] for every non-ignored target.
+
+
+def _nll_pick(
+    self: Array, target: Array, weight: Array | None, ignore_index: int
+) -> tuple[Array, Array, Array, Array]:
+    """Per-element losses, their class weights (0 where ignored), the targets with ignored ones
+    replaced by 0 (so they can index), and the ignored mask."""
+    n_classes = self.shape[1] if self.ndim > 1 else self.shape[0]
+    ignored = target == ignore_index
+    bad = ~ignored & ((target < 0) | (target >= n_classes))
+    if bad.any():
+        raise IndexError(f"Target {int(target[bad].flat[0])} is out of bounds.")
+    safe = np.where(ignored, 0, target)
+    if self.ndim == 1:
+        picked = self[safe]
+    else:
+        picked = np.take_along_axis(self, np.expand_dims(safe, 1), axis=1).squeeze(1)
+    w = np.ones_like(picked) if weight is None else weight[safe].astype(self.dtype)
+    w = np.where(ignored, 0, w).astype(self.dtype)
+    return -picked * w, w, safe, ignored
+
+
+def _nll_forward(
+    self: Array, target: Array, weight: Array | None, reduction: int, ignore_index: int, per_element: bool
+) -> tuple[Array, Array]:
+    if target.dtype not in (np.int64, np.uint8):
+        raise RuntimeError(f"expected scalar type Long but found {_type_name(target.dtype)}")
+    losses, w, _, _ = _nll_pick(self, target, weight, ignore_index)
+    if reduction == REDUCTION_NONE and per_element:
+        # The unreduced loss leaves total_weight at 0, as ATen does.
+        return losses, np.zeros((), self.dtype)
+    total = np.asarray(w.sum(), self.dtype)
+    out = np.asarray(losses.sum(), self.dtype)
+    if reduction == REDUCTION_MEAN:
+        with np.errstate(invalid="ignore", divide="ignore"):  # all targets ignored: nan, as in ATen
+            out = np.asarray(out / total, self.dtype)
+    return out, total
+
+
+def _nll_backward(
+    grad_output: Array, self: Array, target: Array, weight: Array | None, reduction: int, ignore_index: int,
+    total_weight: Array, per_element: bool,
+) -> Array:
+    _, w, safe, ignored = _nll_pick(self, target, weight, ignore_index)
+    if reduction == REDUCTION_NONE and per_element:
+        scale = -w * grad_output
+    else:
+        with np.errstate(invalid="ignore", divide="ignore"):  # all ignored: total_weight is 0
+            g = grad_output.reshape(()) / total_weight if reduction == REDUCTION_MEAN else grad_output.reshape(())
+            scale = -w * g
+    # Ignored targets get no gradient at all (not 0 * inf).
+    scale = np.where(ignored, 0, scale)
+    out = np.zeros_like(self)
+    if self.ndim == 1:
+        out[safe] = scale
+    else:
+        np.put_along_axis(out, np.expand_dims(safe, 1), np.expand_dims(scale, 1).astype(self.dtype), axis=1)
+    return out
+
+
+def _type_name(d: np.dtype) -> str:
+    return {"float32": "Float", "float64": "Double", "int32": "Int", "bool": "Bool"}.get(d.name, d.name)
+
+
+def _check_nll(self: Array, target: Array, weight: Array | None) -> None:
+    if not 0 < self.ndim <= 2:
+        raise RuntimeError("input tensor should be 1D or 2D")
+    if target.ndim > 1:
+        raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+    if not (self.ndim == 1 and target.ndim == 0) and self.shape[0] != target.shape[0]:
+        raise RuntimeError(f"size mismatch (got input: {list(self.shape)}, target: {list(target.shape)})")
+    _check_weight(self.shape[-1], weight)
+
+
+def _check_weight(n_classes: int, weight: Array | None) -> None:
+    if weight is not None and (weight.ndim != 1 or weight.size != n_classes):
+        raise RuntimeError(
+            f"weight tensor should be defined either for all {n_classes} classes or no classes but got "
+            f"weight tensor of shape: {list(weight.shape)}"
+        )
+
+
+def _nll_samples() -> list[SampleInput]:
+    target = Lit([0, 1, 4, 2])
+    return [
+        SampleInput((T.of(4, 5), target, None, REDUCTION_MEAN, -100)),
+        SampleInput((T.of(4, 5), target, T((5,), 0.5, 2.0, grad=False), REDUCTION_MEAN, -100), note="weight"),
+        SampleInput((T.of(4, 5), target, None, REDUCTION_SUM, 1), note="sum ignore_index"),
+        SampleInput((T.of(4, 5), target, T((5,), 0.5, 2.0, grad=False), REDUCTION_NONE, 4), note="none"),
+        SampleInput((T.of(5), Lit(3), None, REDUCTION_MEAN, -100), note="no batch dim"),
+        SampleInput((T.of(2, 3), Lit([1, 1]), None, REDUCTION_MEAN, 1), note="all ignored"),
+    ]
+
+
+@op(
+    derivatives={
+        "self": lambda grad, self, target, weight, reduction, ignore_index, total_weight: nll_loss_backward(
+            grad, self, target, weight, reduction, ignore_index, total_weight
+        )
+    },
+    name="nll_loss_forward",
+    node="NllLossBackward0",
+    outputs=("output", "total_weight"),
+    differentiable_outputs=(True, False),
+    dtypes="keep",
+    method=False,
+    function=False,
+    samples=_nll_samples,
+)
+def nll_loss_forward(
+    self: Tensor, target: Tensor, weight: Tensor | None, reduction: int, ignore_index: int
+) -> tuple[Array, Array]:
+    _check_nll(self, target, weight)
+    return _nll_forward(self, target, weight, reduction, ignore_index, per_element=self.ndim == 2)
+
+
+@op(
+    derivatives={
+        "grad_output": lambda grad, target, weight, reduction, ignore_index: nll_loss_forward(
+            grad, target, weight, reduction, ignore_index
+        )[0],
+        "self": lambda grad: zeros_like(grad),
+    },
+    dtypes="keep",
+    method=False,
+    function=False,
+)
+def nll_loss_backward(
+    grad_output: Tensor, self: Tensor, target: Tensor, weight: Tensor | None, reduction: int, ignore_index: int,
+    total_weight: Tensor,
+) -> Array:
+    return _nll_backward(
+        grad_output, self, target, weight, reduction, ignore_index, total_weight, per_element=self.ndim == 2
+    )
+
+
+def _check_nll2d(self: Array, target: Array, weight: Array | None) -> None:
+    if self.ndim != 4:
+        raise RuntimeError(f"only batches of spatial inputs supported (4D tensors), but got input of size: {list(self.shape)}")
+    if target.ndim != 3:
+        raise RuntimeError(f"only batches of spatial targets supported (3D tensors) but got targets of size: {list(target.shape)}")
+    if self.shape[0] != target.shape[0] or self.shape[2:] != target.shape[1:]:
+        raise RuntimeError(f"input and target batch or spatial sizes don't match: target {list(target.shape)}, input {list(self.shape)}")
+    _check_weight(self.shape[1], weight)
+
+
+@op(
+    derivatives={
+        "self": lambda grad, self, target, weight, reduction, ignore_index, total_weight: nll_loss2d_backward(
+            grad, self, target, weight, reduction, ignore_index, total_weight
+        )
+    },
+    name="nll_loss2d_forward",
+    node="NllLoss2DBackward0",
+    outputs=("output", "total_weight"),
+    differentiable_outputs=(True, False),
+    dtypes="keep",
+    method=False,
+    function=False,
+    samples=lambda: [
+        SampleInput((T.of(2, 4, 3, 2), T.index(2, 3, 2, high=4), None, REDUCTION_MEAN, -100)),
+        SampleInput((T.of(2, 4, 1, 3), Lit([[[0, 3, 1]], [[2, 2, 0]]]), None, REDUCTION_NONE, 2), note="none"),
+        SampleInput((T.of(1, 3, 2, 2), Lit([[[0, 1], [2, 1]]]), T((3,), 0.5, 2, grad=False), REDUCTION_SUM, 0), note="sum"),
+    ],
+)
+def nll_loss2d_forward(
+    self: Tensor, target: Tensor, weight: Tensor | None, reduction: int, ignore_index: int
+) -> tuple[Array, Array]:
+    _check_nll2d(self, target, weight)
+    return _nll_forward(self, target, weight, reduction, ignore_index, per_element=True)
+
+
+@op(
+    derivatives={
+        "grad_output": lambda grad, target, weight, reduction, ignore_index: nll_loss2d_forward(
+            grad, target, weight, reduction, ignore_index
+        )[0],
+        "self": lambda grad: zeros_like(grad),
+    },
+    dtypes="keep",
+    method=False,
+    function=False,
+)
+def nll_loss2d_backward(
+    grad_output: Tensor, self: Tensor, target: Tensor, weight: Tensor | None, reduction: int, ignore_index: int,
+    total_weight: Tensor,
+) -> Array:
+    return _nll_backward(grad_output, self, target, weight, reduction, ignore_index, total_weight, per_element=True)
+
+
+# --- dropout ------------------------------------------------------------------------------------
+
+
+def _dropout_noise(input: Tensor, p: float) -> Tensor:  # noqa: A002
+    """ATen's ``empty_like(input).bernoulli_(1 - p).div_(1 - p)``, drawn from the engine's global
+    generator (so ``fork_rng`` and checkpoint's RNG replay see it)."""
+    from engine.random import default_generator
+
+    keep = default_generator._np.random(tuple(input.shape)) < (1 - p)
+    return Tensor._make((keep / (1 - p)).astype(input.dtype._np))
+
+
+@composite(method=False)
+def dropout(input: Tensor, p: float, train: bool) -> Tensor:  # noqa: A002
+    """``torch.dropout``. On the CPU it is not a primitive: the input is multiplied by a scaled
+    random mask, so the graph records ``MulBackward0`` saving the mask."""
+    if not 0 <= p <= 1:
+        raise RuntimeError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if p == 0 or not train or input.numel() == 0:
+        return input
+    if p == 1:
+        return input * Tensor._make(np.zeros((), input.dtype._np))
+    return input * _dropout_noise(input, p)
+
+
+@composite(method=False)
+def dropout_(input: Tensor, p: float, train: bool) -> Tensor:  # noqa: A002
+    """``torch.dropout_``: the same, multiplying in place."""
+    if not 0 <= p <= 1:
+        raise RuntimeError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if p == 0 or not train or input.numel() == 0:
+        return input
+    if p == 1:
+        return input.mul_(Tensor._make(np.zeros((), input.dtype._np)))
+    return input.mul_(_dropout_noise(input, p))
+
+
+# F.silu(x, inplace=True).
+silu_ = inplace_variant(silu)

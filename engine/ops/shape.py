@@ -1,0 +1,676 @@
+"""Shape ops. Most are views: their kernel returns a NumPy view of the input's memory, and the
+dispatcher makes the result a differentiable view that shares its base's version counter (see
+Note [View + in-place] in engine/autograd/_views.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided as _np_as_strided
+
+from engine._factories import zeros
+from engine._tensor import Tensor, _wrap_dim
+from engine.ops._dispatch import composite, op
+from engine.ops._samples import SampleInput, T
+
+Array = np.ndarray
+TensorList = list[Tensor]
+
+
+def _sizes(size: Any) -> tuple[int, ...]:
+    if len(size) == 1 and isinstance(size[0], (tuple, list)):
+        size = size[0]
+    return tuple(int(s) for s in size)
+
+
+def _infer_size(shape: Sequence[int], numel: int) -> tuple[int, ...]:
+    shape = list(shape)
+    neg = [i for i, s in enumerate(shape) if s == -1]
+    if len(neg) > 1:
+        raise RuntimeError("only one dimension can be inferred")
+    known = 1
+    for s in shape:
+        if s != -1:
+            known *= s
+    if neg:
+        if known == 0 or numel % known != 0:
+            raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
+        shape[neg[0]] = numel // known
+    elif known != numel:
+        raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
+    return tuple(shape)
+
+
+def _try_view(a: Array, shape: tuple[int, ...]) -> Array | None:
+    v = a.view()
+    try:
+        v.shape = shape
+    except AttributeError:
+        return None
+    return v
+
+
+# --- view / reshape ----------------------------------------------------------------------------
+
+
+@op(
+    derivatives={"self": lambda grad, self_sym_sizes: grad.reshape(self_sym_sizes)},
+    view="view",
+    dtypes="keep",
+    method=True,
+    function=False,
+    samples=lambda: [SampleInput((T.of(2, 3), (3, 2))), SampleInput((T.of(2, 3), (-1,)))],
+)
+def view(self: Tensor, size: Sequence[int]) -> Array:
+    shape = _infer_size(_sizes(size), self.size)
+    v = _try_view(self, shape)
+    if v is None:
+        raise RuntimeError(
+            "view size is not compatible with input tensor's size and stride (at least one "
+            "dimension spans across two contiguous subspaces). Use .reshape(...) instead."
+        )
+    return v
+
+
+@op(
+    derivatives={"self": lambda grad, self_sym_sizes: grad.reshape(self_sym_sizes)},
+    dtypes="keep",
+    node="UnsafeViewBackward0",
+    method=False,
+    function=False,
+    samples=lambda: [SampleInput((T.of(2, 3), (3, 2)))],
+)
+def _unsafe_view(self: Tensor, size: Sequence[int]) -> Array:
+    return self.reshape(_infer_size(_sizes(size), self.size))
+
+
+@composite(samples=lambda: [SampleInput((T.of(2, 3), (3, 2))), SampleInput((T.of(2, 3), (6,)))])
+def reshape(self: Tensor, *shape: Any) -> Tensor:
+    size = _infer_size(_sizes(shape), self.numel())
+    if _try_view(self._data, size) is not None:
+        return view(self, size)
+    # Not expressible as a view: copy, then reinterpret the copy (PyTorch's _unsafe_view).
+    return _unsafe_view(clone(self, memory_format="contiguous"), size)
+
+
+@composite()
+def view_as(self: Tensor, other: Tensor) -> Tensor:
+    return view(self, tuple(other.shape))
+
+
+@composite()
+def reshape_as(self: Tensor, other: Tensor) -> Tensor:
+    return reshape(self, tuple(other.shape))
+
+
+@composite(samples=lambda: [SampleInput((T.of(2, 3, 2),)), SampleInput((T.of(2, 3, 2), 1))])
+def flatten(self: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+    if self.ndim == 0:
+        return reshape(self, (1,))
+    start, end = _wrap_dim(start_dim, self.ndim), _wrap_dim(end_dim, self.ndim)
+    if start == end:
+        return self
+    shape = tuple(self.shape)
+    return reshape(self, (*shape[:start], -1, *shape[end + 1 :]))
+
+
+@op(derivatives={"self": lambda grad: grad}, dtypes="keep",
+    samples=lambda: [SampleInput((T.of(2, 3),))])
+def clone(self: Tensor, memory_format: Any = None) -> Array:
+    return np.array(self, copy=True, order="C")
+
+
+@composite()
+def contiguous(self: Tensor, memory_format: Any = None) -> Tensor:
+    if self.is_contiguous():
+        return self
+    return clone(self, memory_format="contiguous")
+
+
+# --- dimension shuffles ----------------------------------------------------------------------
+
+
+def _unsqueeze_to(grad: Tensor, sizes: tuple[int, ...]) -> Tensor:
+    return grad.reshape(sizes)
+
+
+@op(
+    derivatives={"self": lambda grad, self_sym_sizes: _unsqueeze_to(grad, self_sym_sizes)},
+    view="view",
+    dtypes="keep",
+    node="SqueezeBackward0",
+    method=False,
+    function=False,
+    name="squeeze.default",
+    samples=lambda: [SampleInput((T.of(2, 1, 3),))],
+)
+def _squeeze(self: Tensor) -> Array:
+    return np.squeeze(self)
+
+
+@op(
+    derivatives={"self": lambda grad, self_sym_sizes: _unsqueeze_to(grad, self_sym_sizes)},
+    view="view",
+    dtypes="keep",
+    node="SqueezeBackward1",
+    name="squeeze.dim",
+    method=False,
+    function=False,
+    samples=lambda: [SampleInput((T.of(2, 1, 3), 1)), SampleInput((T.of(2, 1, 3), 0))],
+)
+def squeeze_dim(self: Tensor, dim: int) -> Array:
+    d = _wrap_dim(dim, self.ndim)
+    return np.squeeze(self, d) if self.ndim and self.shape[d] == 1 else self.view()
+
+
+@op(
+    derivatives={"self": lambda grad, self_sym_sizes: _unsqueeze_to(grad, self_sym_sizes)},
+    view="view",
+    dtypes="keep",
+    node="SqueezeBackward2",
+    name="squeeze.dims",
+    method=False,
+    function=False,
+    samples=lambda: [SampleInput((T.of(2, 1, 1), (1, 2)))],
+)
+def squeeze_dims(self: Tensor, dim: Sequence[int]) -> Array:
+    dims = tuple(d for d in (_wrap_dim(x, self.ndim) for x in dim) if self.shape[d] == 1)
+    return np.squeeze(self, dims) if dims else self.view()
+
+
+@composite(samples=lambda: [SampleInput((T.of(2, 1, 3),)), SampleInput((T.of(2, 1, 3), 1))])
+def squeeze(self: Tensor, dim: int | Sequence[int] | None = None) -> Tensor:
+    if dim is None:
+        return _squeeze(self)
+    if isinstance(dim, (tuple, list)):
+        return squeeze_dims(self, tuple(dim))
+    return squeeze_dim(self, dim)
+
+
+@op(
+    derivatives={"self": lambda grad, dim: grad.squeeze(dim)},
+    view="view",
+    dtypes="keep",
+    samples=lambda: [SampleInput((T.of(2, 3), 0)), SampleInput((T.of(2, 3), -1))],
+)
+def unsqueeze(self: Tensor, dim: int) -> Array:
+    return np.expand_dims(self, _wrap_dim(dim, self.ndim + 1))
+
+
+def _inverse_permutation(dims: Sequence[int]) -> tuple[int, ...]:
+    inv = [0] * len(dims)
+    for i, d in enumerate(dims):
+        inv[d] = i
+    return tuple(inv)
+
+
+@op(
+    derivatives={
+        "self": lambda grad, dims: grad.permute(
+            _inverse_permutation([d % len(dims) for d in dims])
+        )
+    },
+    view="view",
+    dtypes="keep",
+    samples=lambda: [SampleInput((T.of(2, 3, 4), (2, 0, 1)))],
+)
+def permute(self: Tensor, dims: Sequence[int]) -> Array:
+    if len(dims) != self.ndim:
+        raise RuntimeError(
+            "permute(sparse_coo): number of dimensions in the tensor input does not match the "
+            f"length of the desired ordering of dimensions i.e. input.dim() = {self.ndim} is not "
+            f"equal to len(dims) = {len(dims)}"
+        )
+    return np.transpose(self, tuple(_wrap_dim(d, self.ndim) for d in dims))
+
+
+@op(
+    derivatives={"self": lambda grad, dim0, dim1: grad.transpose(dim0, dim1)},
+    view="view",
+    dtypes="keep",
+    samples=lambda: [SampleInput((T.of(2, 3, 4), 0, 2)), SampleInput((T.of(2, 3), -1, -2))],
+)
+def transpose(self: Tensor, dim0: int, dim1: int) -> Array:
+    return np.swapaxes(self, _wrap_dim(dim0, self.ndim), _wrap_dim(dim1, self.ndim))
+
+
+@op(derivatives={"self": lambda grad: grad.t()}, view="view", dtypes="keep",
+    node="TBackward0", samples=lambda: [SampleInput((T.of(2, 3),)), SampleInput((T.of(3),))])
+def t(self: Tensor) -> Array:
+    if self.ndim > 2:
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {self.ndim}D")
+    return self.T
+
+
+@op(
+    derivatives={"self": lambda grad, self_sym_sizes: grad.sum_to_size(self_sym_sizes)},
+    view="view",
+    dtypes="keep",
+    samples=lambda: [SampleInput((T.of(2, 3), (4, 2, 3))), SampleInput((T.of(2, 1), (2, 3)))],
+)
+def expand(self: Tensor, size: Sequence[int]) -> Array:
+    shape = [int(s) for s in size]
+    lead = len(shape) - self.ndim
+    if lead < 0:
+        raise RuntimeError(
+            f"expand: the number of sizes provided ({len(shape)}) must be greater or equal to "
+            f"the number of dimensions in the tensor ({self.ndim})"
+        )
+    for i, s in enumerate(shape):
+        if s == -1:
+            if i < lead:
+                raise RuntimeError(
+                    "The expanded size of the tensor (-1) isn't allowed in a leading, "
+                    "non-existing dimension 0"
+                )
+            shape[i] = self.shape[i - lead]
+    for i in range(self.ndim):
+        if self.shape[i] != shape[i + lead] and self.shape[i] != 1:
+            raise RuntimeError(
+                f"The expanded size of the tensor ({shape[i + lead]}) must match the existing "
+                f"size ({self.shape[i]}) at non-singleton dimension {i + lead}.  Target sizes: "
+                f"{shape}.  Tensor sizes: {list(self.shape)}"
+            )
+    return np.broadcast_to(self, tuple(shape))
+
+
+@composite()
+def expand_as(self: Tensor, other: Tensor) -> Tensor:
+    return expand(self, tuple(other.shape))
+
+
+@composite()
+def sum_to_size(self: Tensor, *size: Any) -> Tensor:
+    """Sum ``self`` down to a shape it was broadcast from (PyTorch's ``at::sum_to``)."""
+    shape = _sizes(size)
+    if tuple(self.shape) == shape:
+        return self
+    lead = self.ndim - len(shape)
+    dims = list(range(lead))
+    dims += [lead + i for i, s in enumerate(shape) if s == 1 and self.shape[lead + i] != 1]
+    out = self.sum(dims, keepdim=True) if dims else self
+    return out.view(shape) if lead else out
+
+
+
+# --- select / slice / as_strided ---------------------------------------------------------------
+
+
+@op(
+    derivatives={"grad": lambda grad, dim, index: grad.select(dim, index)},
+    dtypes="keep",
+    method=False,
+    function=False,
+)
+def select_backward(grad: Tensor, input_sizes: Sequence[int], dim: int, index: int) -> Array:
+    out = np.zeros(tuple(input_sizes), grad.dtype)
+    idx: list[Any] = [slice(None)] * len(input_sizes)
+    idx[dim] = index
+    out[tuple(idx)] = grad
+    return out
+
+
+@op(
+    derivatives={
+        "self": lambda grad, self_sym_sizes, dim, index: select_backward(grad, self_sym_sizes, dim, index)
+    },
+    view="view",
+    dtypes="keep",
+    name="select",
+    samples=lambda: [SampleInput((T.of(2, 3), 1, 0)), SampleInput((T.of(2, 3), 0, -1))],
+)
+def select(self: Tensor, dim: int, index: int) -> Array:
+    d = _wrap_dim(dim, self.ndim)
+    size = self.shape[d]
+    if not -size <= index < size:
+        raise IndexError(
+            f"index {index} is out of bounds for dimension {d} with size {size}"
+        )
+    idx: list[Any] = [slice(None)] * self.ndim
+    idx[d] = index
+    return self[tuple(idx)]
+
+
+@op(
+    derivatives={
+        "grad": lambda grad, dim, start, end, step: grad.slice(dim, start, end, step)
+    },
+    dtypes="keep",
+    method=False,
+    function=False,
+)
+def slice_backward(
+    grad: Tensor, input_sizes: Sequence[int], dim: int, start: int, end: int, step: int
+) -> Array:
+    out = np.zeros(tuple(input_sizes), grad.dtype)
+    idx: list[Any] = [slice(None)] * len(input_sizes)
+    idx[dim] = slice(start, end, step)
+    out[tuple(idx)] = grad
+    return out
+
+
+@op(
+    derivatives={
+        "self": lambda grad, self_sym_sizes, dim, start, end, step: slice_backward(
+            grad, self_sym_sizes, dim, start, end, step
+        )
+    },
+    view="view",
+    dtypes="keep",
+    name="slice",
+    function=False,
+    samples=lambda: [SampleInput((T.of(4, 3), 0, 1, 3, 1)), SampleInput((T.of(4, 3), 1, 0, 3, 2))],
+)
+def slice_(self: Tensor, dim: int = 0, start: int | None = None, end: int | None = None,
+           step: int = 1) -> Array:
+    if step <= 0:
+        raise ValueError("step must be greater than zero")
+    d = _wrap_dim(dim, self.ndim)
+    idx: list[Any] = [slice(None)] * self.ndim
+    idx[d] = slice(start, end, step)
+    return self[tuple(idx)]
+
+
+@composite(samples=lambda: [SampleInput((T.of(4, 3), 0, 1, 2))])
+def narrow(self: Tensor, dim: int, start: int, length: int) -> Tensor:
+    d = _wrap_dim(dim, self.ndim)
+    if start < 0:
+        start += self.shape[d]
+    return slice_(self, d, start, start + length, 1)
+
+
+@op(
+    derivatives={
+        "grad": lambda grad, size, stride, storage_offset: grad.as_strided(size, stride, storage_offset)
+    },
+    dtypes="keep",
+    method=False,
+    function=False,
+)
+def _as_strided_scatter_add(
+    grad: Tensor, base_sizes: Sequence[int], size: Sequence[int], stride: Sequence[int],
+    storage_offset: int,
+) -> Array:
+    out = np.zeros(int(np.prod(base_sizes)), grad.dtype)
+    index = np.full(tuple(size), storage_offset, dtype=np.int64)
+    for d, (n, s) in enumerate(zip(size, stride, strict=True)):
+        shape = [1] * len(size)
+        shape[d] = n
+        index = index + (np.arange(n) * s).reshape(shape)
+    np.add.at(out, index.ravel(), np.asarray(grad).ravel())
+    return out.reshape(tuple(base_sizes))
+
+
+@op(
+    derivatives={
+        "self": lambda grad, self_sym_sizes, size, stride, storage_offset: _as_strided_scatter_add(
+            grad, self_sym_sizes, size, stride, storage_offset
+        )
+    },
+    view="view",
+    dtypes="keep",
+    samples=lambda: [SampleInput((T.of(3, 4), (2, 2), (4, 1), 1))],
+)
+def as_strided(self: Tensor, size: Sequence[int], stride: Sequence[int], storage_offset: int = 0) -> Array:
+    """A view of ``self``'s elements (counted from its first element, row-major) with the
+    given sizes and strides. The engine regenerates view grad_fns with it."""
+    flat = self.reshape(-1) if self.flags.c_contiguous else np.ascontiguousarray(self).reshape(-1)
+    item = flat.itemsize
+    return _np_as_strided(
+        flat[storage_offset:] if storage_offset < flat.size else flat[flat.size:],
+        shape=tuple(size),
+        strides=tuple(s * item for s in stride),
+    )
+
+
+# --- several outputs ----------------------------------------------------------------------------
+
+
+def _split_backward(grads: list[Tensor | None], dim: int, sizes: Sequence[int], self_sym_sizes: tuple[int, ...],
+                    like: Tensor) -> Tensor:
+    parts = []
+    for g, n in zip(grads, sizes, strict=True):
+        if g is None:
+            shape = list(self_sym_sizes)
+            shape[dim] = n
+            g = zeros(shape, dtype=like.dtype)
+        parts.append(g)
+    return cat(parts, dim)
+
+
+def _split_sizes(length: int, split_size: int) -> list[int]:
+    if split_size == 0 and length == 0:
+        return [0]
+    n = max(1, -(-length // split_size))
+    return [min(split_size, length - i * split_size) for i in range(n)]
+
+
+@op(
+    derivatives={
+        "self": lambda grads, self_sym_sizes, split_size, dim: _split_backward(
+            grads, _wrap_dim(dim, len(self_sym_sizes)),
+            _split_sizes(self_sym_sizes[_wrap_dim(dim, len(self_sym_sizes))], split_size),
+            self_sym_sizes, next(g for g in grads if g is not None),
+        )
+    },
+    view="multi",
+    dtypes="keep",
+    name="split.Tensor",
+    node="SplitBackward0",
+    method=False,
+    function=False,
+    samples=lambda: [SampleInput((T.of(5, 3), 2, 0))],
+)
+def split_Tensor(self: Tensor, split_size: int, dim: int = 0) -> tuple[Array, ...]:  # noqa: N802
+    d = _wrap_dim(dim, self.ndim)
+    sizes = _split_sizes(self.shape[d], split_size)
+    return _split_views(self, sizes, d)
+
+
+def _split_views(a: Array, sizes: Sequence[int], d: int) -> tuple[Array, ...]:
+    outs = []
+    start = 0
+    for n in sizes:
+        idx: list[Any] = [slice(None)] * a.ndim
+        idx[d] = slice(start, start + n)
+        outs.append(a[tuple(idx)])
+        start += n
+    return tuple(outs)
+
+
+@op(
+    derivatives={
+        "self": lambda grads, self_sym_sizes, split_sizes, dim: _split_backward(
+            grads, _wrap_dim(dim, len(self_sym_sizes)), split_sizes, self_sym_sizes,
+            next(g for g in grads if g is not None),
+        )
+    },
+    view="multi",
+    dtypes="keep",
+    samples=lambda: [SampleInput((T.of(5, 3), [2, 3], 0))],
+)
+def split_with_sizes(self: Tensor, split_sizes: Sequence[int], dim: int = 0) -> tuple[Array, ...]:
+    d = _wrap_dim(dim, self.ndim)
+    if sum(split_sizes) != self.shape[d]:
+        raise RuntimeError(
+            f"split_with_sizes expects split_sizes to sum exactly to {self.shape[d]} (input "
+            f"tensor's size at dimension {d}), but got split_sizes={list(split_sizes)}"
+        )
+    return _split_views(self, split_sizes, d)
+
+
+@composite(samples=lambda: [SampleInput((T.of(5, 3), 2)), SampleInput((T.of(5, 3), [1, 4]))])
+def split(self: Tensor, split_size_or_sections: int | Sequence[int], dim: int = 0) -> tuple[Tensor, ...]:
+    if isinstance(split_size_or_sections, int):
+        return split_Tensor(self, split_size_or_sections, dim)
+    return split_with_sizes(self, list(split_size_or_sections), dim)
+
+
+@composite(samples=lambda: [SampleInput((T.of(5, 3), 2)), SampleInput((T.of(6, 3), 3))])
+def chunk(self: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
+    d = _wrap_dim(dim, self.ndim)
+    size = -(-self.shape[d] // chunks)
+    return split_Tensor(self, size, d)
+
+
+@op(
+    derivatives={
+        "self": lambda grads, self_sym_sizes, dim: stack(
+            [g if g is not None else zeros(_without(self_sym_sizes, dim),
+                                           dtype=next(x for x in grads if x is not None).dtype)
+             for g in grads],
+            dim,
+        )
+    },
+    view="multi",
+    dtypes="keep",
+    samples=lambda: [SampleInput((T.of(3, 2), 0)), SampleInput((T.of(3, 2), 1))],
+)
+def unbind(self: Tensor, dim: int = 0) -> tuple[Array, ...]:
+    d = _wrap_dim(dim, self.ndim)
+    return tuple(_select_view(self, d, i) for i in range(self.shape[d]))
+
+
+def _select_view(a: Array, d: int, i: int) -> Array:
+    idx: list[Any] = [slice(None)] * a.ndim
+    idx[d] = i
+    return a[tuple(idx)]
+
+
+def _without(sizes: Sequence[int], dim: int) -> tuple[int, ...]:
+    d = _wrap_dim(dim, len(sizes))
+    return tuple(s for i, s in enumerate(sizes) if i != d)
+
+
+# --- joining -----------------------------------------------------------------------------------
+
+
+def _cat_backward(grad: Tensor, tensors_sym_sizes: list[tuple[int, ...]], dim: int) -> list[Tensor]:
+    d = _wrap_dim(dim, grad.ndim)
+    out = []
+    start = 0
+    for sizes in tensors_sym_sizes:
+        if len(sizes) == 1 and sizes[0] == 0:  # legacy: empty 1-D tensors are skipped by cat
+            out.append(zeros(sizes, dtype=grad.dtype))
+            continue
+        out.append(grad.narrow(d, start, sizes[d]))
+        start += sizes[d]
+    return out
+
+
+@op(
+    derivatives={"tensors": _cat_backward},
+    samples=lambda: [
+        SampleInput(([T.of(2, 3), T.of(1, 3)], 0)),
+        SampleInput(([T.of(2, 3), T.of(2, 2)], 1)),
+    ],
+    method=False,
+)
+def cat(tensors: TensorList, dim: int = 0) -> Array:
+    arrays = [a for a in tensors if not (a.ndim == 1 and a.shape[0] == 0)]
+    if not arrays:
+        return np.concatenate(tensors)
+    return np.concatenate(arrays, axis=_wrap_dim(dim, arrays[0].ndim))
+
+
+@op(
+    derivatives={"tensors": lambda grad, dim: list(grad.unbind(dim))},
+    samples=lambda: [SampleInput(([T.of(2, 3), T.of(2, 3)],)), SampleInput(([T.of(2, 3), T.of(2, 3)], 2))],
+    method=False,
+)
+def stack(tensors: TensorList, dim: int = 0) -> Array:
+    if not tensors:
+        raise RuntimeError("stack expects a non-empty TensorList")
+    return np.stack(tensors, axis=_wrap_dim(dim, tensors[0].ndim + 1))
+
+
+def _repeat_backward(grad: Tensor, repeats: Sequence[int], self_sym_sizes: tuple[int, ...]) -> Tensor:
+    lead = len(repeats) - len(self_sym_sizes)
+    sizes = (1,) * lead + tuple(self_sym_sizes)
+    # Split every repeated dim into (repeat, size) and sum over the repeat axes.
+    shape: list[int] = []
+    for r, s in zip(repeats, sizes, strict=True):
+        shape += [r, s]
+    g = grad.reshape(shape)
+    g = g.sum(tuple(range(0, 2 * len(sizes), 2)))
+    return g.reshape(self_sym_sizes)
+
+
+@op(
+    derivatives={"self": _repeat_backward},
+    dtypes="keep",
+    samples=lambda: [SampleInput((T.of(2, 3), (2, 1))), SampleInput((T.of(2, 3), (2, 1, 2)))],
+)
+def repeat(self: Tensor, repeats: Sequence[int]) -> Array:
+    reps = tuple(int(r) for r in repeats)
+    if len(reps) < self.ndim:
+        raise RuntimeError(
+            "Number of dimensions of repeat dims can not be smaller than number of dimensions "
+            "of tensor"
+        )
+    return np.tile(self, reps)
+
+
+# --- aliases and copies -------------------------------------------------------------------------
+
+
+@op(view="alias", dtypes="keep", samples=lambda: [SampleInput((T.of(2, 3),))])
+def detach(self: Tensor) -> Array:
+    return self.view()
+
+
+@composite()
+def detach_(self: Tensor) -> Tensor:
+    """Make ``self`` a leaf that does not require grad (in place)."""
+    if self._view is not None:
+        raise RuntimeError(
+            "Can't detach views in-place. Use detach() instead. If you are using DistributedDataParallel (DDP) "
+            "for training, and gradient_as_bucket_view is set as True, gradients are views of DDP buckets, and "
+            "hence detach_() cannot be called on these gradients. To fix this error, please refer to the "
+            "Optimizer.zero_grad() function in torch/optim/optimizer.py as the solution."
+        )
+    self._grad_fn = None
+    self._requires_grad = False
+    self._output_nr = 0
+    return self
+
+
+@op(
+    derivatives={"self": lambda grad: zeros_like_(grad), "src": lambda grad: grad},
+    node="engine::autograd::CopyBackwards",
+    inplace=True,
+    function=False,
+    samples=lambda: [SampleInput((T.of(2, 3), T.of(2, 3))), SampleInput((T.of(2, 3), T.of(3)))],
+)
+def copy_(self: Tensor, src: Tensor, non_blocking: bool = False) -> Array:
+    return np.broadcast_to(src, self.shape).astype(self.dtype, copy=False)
+
+
+def zeros_like_(t: Tensor) -> Tensor:
+    return zeros(tuple(t.shape), dtype=t.dtype)
+
+
+@op(derivatives={"self": lambda grad: zeros_like_(grad)}, node="ZeroBackward0", inplace=True,
+    function=False, samples=lambda: [SampleInput((T.of(2, 3),))])
+def zero_(self: Tensor) -> Array:
+    return np.zeros_like(self)
+
+
+@op(derivatives={"self": lambda grad: zeros_like_(grad)}, node="FillBackward2", inplace=True,
+    name="fill_", function=False, samples=lambda: [SampleInput((T.of(2, 3), 1.5))])
+def fill_(self: Tensor, value: float) -> Array:
+    return np.full_like(self, value)
+
+
+@op(
+    derivatives={"self": lambda grad, self_scalar_type: grad.to(self_scalar_type)},
+    dtypes="keep",
+    node="ToCopyBackward0",
+    method=False,
+    function=False,
+)
+def _to_copy(self: Tensor, dtype: Any) -> Array:
+    return self.astype(dtype._np)
