@@ -13,8 +13,10 @@ run: setup
 # differential tests compare the engine against real PyTorch 2.8.0.
 test:
 	bash scripts/setup.sh --oracle
-	$(MAKE) --no-print-directory check
-	$(PY) -m pytest -q -n 2 -p no:cacheprovider
+	status=0; \
+	$(PY) -m pytest -q -n 2 -p no:cacheprovider || status=$$?; \
+	$(MAKE) --no-print-directory check || status=1; \
+	exit $$status
 
 check:
 	$(PY) -m ruff check engine app tests scripts

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from engine.autograd.engine import GraphTask
     from engine.ops._dispatch import DispatchMode
 
-__all__ = ["_current_graph_task_id", "_tls"]
+__all__ = ["_current_graph_task_id", "_tls", "_will_engine_execute_node"]
 
 
 class _ThreadLocalState(threading.local):
@@ -35,6 +35,9 @@ class _ThreadLocalState(threading.local):
         self.saved_tensors_hooks_disabled: str | None = None
         # The graph task this thread is executing, and the depth of re-entrant backward calls.
         self.graph_task: GraphTask | None = None
+        # The node the engine is running on this thread (PyTorch's NodeGuard): anomaly mode
+        # records it as the "parent" of nodes created during its backward.
+        self.current_node: Any = None
         self.reentrant_depth = 0
         self.ready_queue: Any = None
         # Python dispatch modes (``engine.ops._dispatch.DispatchMode``), innermost last.
@@ -54,3 +57,32 @@ def _current_graph_task_id() -> int:
 
 def _get_sequence_nr() -> int:
     return _tls.sequence_nr
+
+
+def _will_engine_execute_node(node: Any) -> bool:
+    """Whether the running backward will execute ``node`` (a grad_fn or an AccumulateGrad).
+
+    Only callable inside backward. A node outside the graph, or one that ``grad()`` /
+    ``backward(inputs=...)`` does not need, will not run.
+    """
+    from engine.autograd.graph import Node
+
+    if not isinstance(node, Node):
+        raise RuntimeError(f"_will_engine_execute_node expects an grad_fn, but got {type(node).__name__}")
+    task = _tls.graph_task
+    if task is None:
+        raise RuntimeError("_get_should_execute_nodes should only be called during the backward pass")
+    if node not in task.nodes_in_graph:
+        return False
+    if not task.exec_info:
+        return True
+    info = task.exec_info.get(node)
+    if info is None or not info.should_execute():
+        return False
+    if info.captures and not any(fn is not None for fn, _ in node._next_edges):
+        # PyTorch refuses a leaf (topological_nr 0) whose gradient grad() captures.
+        raise RuntimeError(
+            "A leaf node was passed to _will_engine_execute_node but we are currently running "
+            "autograd.grad(). This is currently not supported."
+        )
+    return True

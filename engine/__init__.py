@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine import _C, _dtype
+from engine import _C, _dtype, autograd, ops, random  # noqa: E402, I001  (ops need Tensor and autograd)
 from engine._dtype import (
     bool_,
     complex64,
@@ -46,6 +46,7 @@ from engine._factories import (
     zeros_like,
 )
 from engine._tensor import Size, Tensor, device
+from engine.autograd.anomaly_mode import is_anomaly_check_nan_enabled, is_anomaly_enabled
 from engine.autograd.grad_mode import (
     enable_grad,
     inference_mode,
@@ -54,6 +55,7 @@ from engine.autograd.grad_mode import (
     no_grad,
     set_grad_enabled,
 )
+from engine.ops._methods import install as _install_ops  # noqa: E402
 from engine.random import (
     Generator,
     default_generator,
@@ -63,9 +65,6 @@ from engine.random import (
     seed,
     set_rng_state,
 )
-
-from engine import autograd, ops, random  # noqa: E402, I001  (ops need Tensor and autograd)
-from engine.ops._methods import install as _install_ops  # noqa: E402
 
 bool = bool_  # noqa: A001 - engine.bool, like torch.bool
 float = float32  # noqa: A001

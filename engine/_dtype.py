@@ -13,19 +13,19 @@ from typing import Any
 import numpy as np
 
 __all__ = [
+    "bool_",
+    "complex64",
+    "complex128",
     "dtype",
     "float16",
     "float32",
     "float64",
-    "complex64",
-    "complex128",
+    "get_default_dtype",
     "int32",
     "int64",
-    "bool_",
-    "get_default_dtype",
-    "set_default_dtype",
     "promote_types",
     "result_type",
+    "set_default_dtype",
 ]
 
 

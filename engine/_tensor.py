@@ -164,7 +164,7 @@ class Tensor:
         t = object.__new__(cls)
         _init_tensor(t, data)
         if requires_grad:
-            t.requires_grad_(True)
+            t._set_requires_grad(True, "Only Tensors of floating point and complex dtype can require gradients")
         return t
 
     # --- plain attributes -------------------------------------------------------------------
@@ -233,9 +233,7 @@ class Tensor:
 
     def item(self) -> Any:
         if self._data.size != 1:
-            raise RuntimeError(
-                f"a Tensor with {self._data.size} elements cannot be converted to Scalar"
-            )
+            raise RuntimeError(f"a Tensor with {self._data.size} elements cannot be converted to Scalar")
         return self._data.reshape(()).item()
 
     def tolist(self) -> Any:
@@ -244,8 +242,7 @@ class Tensor:
     def numpy(self, *, force: bool = False) -> np.ndarray:
         if self.requires_grad and not force:
             raise RuntimeError(
-                "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
-                "instead."
+                "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead."
             )
         return self._data
 
@@ -267,9 +264,7 @@ class Tensor:
 
     def __bool__(self) -> bool:
         if self._data.size != 1:
-            raise RuntimeError(
-                "Boolean value of Tensor with more than one value is ambiguous"
-            )
+            raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
         return bool(self._data.reshape(()).item())
 
     def __float__(self) -> float:
@@ -295,11 +290,29 @@ class Tensor:
 
     @property
     def requires_grad(self) -> bool:
-        return self._requires_grad or self._grad_fn is not None
+        # AutogradMeta::requires_grad(): a view requires grad when its base does, even one made
+        # in no_grad mode (it has no grad_fn, but in-place ops on it must still be checked).
+        return (
+            self._requires_grad
+            or self._grad_fn is not None
+            or (self._view is not None and self._view.base.requires_grad)
+        )
 
     @requires_grad.setter
     def requires_grad(self, value: bool) -> None:
-        self.requires_grad_(value)
+        # PyTorch's three entry points word the same checks differently (the setter, the method,
+        # factories with requires_grad=True); each message is kept.
+        if self._grad_fn is not None:
+            raise RuntimeError(
+                "you can only change requires_grad flags of leaf variables."
+                + (
+                    ""
+                    if value
+                    else " If you want to use a computed variable in a subgraph that doesn't require "
+                    "differentiation use var_no_grad = var.detach()."
+                )
+            )
+        self._set_requires_grad(value, "only Tensors of floating point and complex dtype can require gradients")
 
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:
         if self._grad_fn is not None:
@@ -310,10 +323,13 @@ class Tensor:
                     "use var_no_grad = var.detach()."
                 )
             return self
-        if requires_grad and not (self._dtype.is_floating_point or self._dtype.is_complex):
-            raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
-        self._requires_grad = requires_grad
+        self._set_requires_grad(requires_grad, "only Tensors of floating point dtype can require gradients")
         return self
+
+    def _set_requires_grad(self, requires_grad: bool, dtype_error: str) -> None:
+        if requires_grad and not (self._dtype.is_floating_point or self._dtype.is_complex):
+            raise RuntimeError(dtype_error)
+        self._requires_grad = requires_grad
 
     @property
     def is_leaf(self) -> bool:
@@ -513,9 +529,7 @@ def _register_post_accumulate_grad_hook(self: Tensor, hook: Callable[[Tensor], N
     if not self.requires_grad:
         raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
     if self._grad_fn is not None:
-        raise RuntimeError(
-            "post accumulate grad hooks cannot be registered on non-leaf tensors"
-        )
+        raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
     if self._post_accumulate_grad_hooks is None:
         self._post_accumulate_grad_hooks = {}
     return RemovableHandle.add(self._post_accumulate_grad_hooks, hook)

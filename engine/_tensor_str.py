@@ -83,7 +83,7 @@ def tensor_repr(t: Tensor) -> str:
     if a.size == 0:
         body = "[]"
     suffix = []
-    if a.size == 0 and a.ndim != 1 or a.size == 0 and a.shape != (0,):
+    if (a.size == 0 and a.ndim != 1) or (a.size == 0 and a.shape != (0,)):
         suffix.append(f"size={tuple(a.shape)}")
     default_float = _dtype.get_default_dtype()
     if d not in (default_float, _dtype.int64, _dtype.bool_) and not (

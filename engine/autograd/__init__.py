@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from engine._tensor import Tensor
-from engine.autograd import graph
+from engine.autograd import functional, graph
 from engine.autograd.anomaly_mode import detect_anomaly, set_detect_anomaly
 from engine.autograd.engine import Engine, get_default_engine
 from engine.autograd.function import Function, FunctionCtx, once_differentiable
@@ -20,6 +20,7 @@ from engine.autograd.grad_mode import (
     no_grad,
     set_grad_enabled,
 )
+from engine.autograd.gradcheck import gradcheck, gradgradcheck
 from engine.autograd.graph import Edge, Node, grad_accumulator
 
 __all__ = [
@@ -29,7 +30,10 @@ __all__ = [
     "backward",
     "detect_anomaly",
     "enable_grad",
+    "functional",
     "grad",
+    "gradcheck",
+    "gradgradcheck",
     "graph",
     "inference_mode",
     "no_grad",
@@ -79,16 +83,13 @@ def _make_grads(outputs: Sequence[Tensor], grads: Sequence[Tensor | None]) -> li
                     raise RuntimeError("grad can be implicitly created only for scalar outputs")
                 if not out.dtype.is_floating_point:
                     raise RuntimeError(
-                        "grad can be implicitly created only for real scalar outputs but got "
-                        f"{out.dtype}"
+                        f"grad can be implicitly created only for real scalar outputs but got {out.dtype}"
                     )
                 new_grads.append(ones_like(out))
             else:
                 new_grads.append(None)
         else:
-            raise TypeError(
-                f"gradients can be either Tensors or None, but got {type(grad).__name__}"
-            )
+            raise TypeError(f"gradients can be either Tensors or None, but got {type(grad).__name__}")
     return new_grads
 
 
@@ -154,9 +155,7 @@ def backward(
     if inputs is not None and not isinstance(inputs, Tensor) and len(inputs) == 0:
         raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
     t_tensors = (tensors,) if isinstance(tensors, Tensor) else tuple(tensors)
-    t_inputs = (
-        (inputs,) if isinstance(inputs, Tensor) else tuple(inputs) if inputs is not None else ()
-    )
+    t_inputs = (inputs,) if isinstance(inputs, Tensor) else tuple(inputs) if inputs is not None else ()
     if grad_variables is not None and grad_tensors is None:
         grad_tensors = grad_variables
     grads = _make_grads(t_tensors, _tensor_or_tensors_to_tuple(grad_tensors, len(t_tensors)))
@@ -204,9 +203,7 @@ def grad(
     grads = _make_grads(t_outputs, _tensor_or_tensors_to_tuple(grad_outputs, len(t_outputs)))
     if retain_graph is None:
         retain_graph = create_graph
-    result = _run_backward(
-        t_outputs, grads, retain_graph, create_graph, t_inputs, allow_unused, False
-    )
+    result = _run_backward(t_outputs, grads, retain_graph, create_graph, t_inputs, allow_unused, False)
     if materialize_grads:
         result = tuple(
             out if out is not None else zeros_like(inp, requires_grad=True)
@@ -219,4 +216,6 @@ def _is_checkpoint_valid() -> bool:
     from engine._C import _tls
 
     task = _tls.graph_task
-    return task is None or getattr(task, "checkpoint_valid", True)
+    # PyTorch's GraphTask::can_checkpoint(): only a backward that runs the whole graph (no
+    # grad() / backward(inputs=...), i.e. no exec_info) lets reentrant checkpoint re-enter it.
+    return task is None or not task.exec_info

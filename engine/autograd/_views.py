@@ -40,13 +40,10 @@ def check_inplace(t: Tensor, requires_grad: bool) -> None:
         handle_view_on_rebase(t)
         if t.requires_grad and t._view.base.is_leaf:
             raise RuntimeError(
-                "a view of a leaf Variable that requires grad is being used in an in-place "
-                "operation."
+                "a view of a leaf Variable that requires grad is being used in an in-place operation."
             )
     if t.requires_grad and t.is_leaf:
-        raise RuntimeError(
-            "a leaf Variable that requires grad is being used in an in-place operation."
-        )
+        raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
 
 
 def handle_view_on_rebase(t: Tensor, indirect: bool = False) -> None:
@@ -59,10 +56,7 @@ def handle_view_on_rebase(t: Tensor, indirect: bool = False) -> None:
     modified = "its base or another view of its base has been" if indirect else "is being"
     if meta in (CreationMeta.INFERENCE_MODE, CreationMeta.NO_GRAD_MODE) or grad_fn is None:
         if grad_fn is not None:
-            prefix = (
-                f"Output {t._output_nr} of {grad_fn.name()} is a view of a view which was "
-                "created in"
-            )
+            prefix = f"Output {t._output_nr} of {grad_fn.name()} is a view of a view which was created in"
         else:
             prefix = "A view was created in"
         if meta == CreationMeta.INFERENCE_MODE:
@@ -131,6 +125,16 @@ class CopySlices(Node):
         grad = grads[0]
         if grad is None:
             return [None] * self.num_outputs()
+        task = _tls.graph_task
+        fn_next = self.fn._next_edges[0][0]
+        if task is not None and task.exec_info and fn_next is not None and fn_next not in task.exec_info:
+            # grad()/inputs= planned the graph through our edges, not fn's: fn's edge 0 (the
+            # view's old history) must be marked too, or fn would skip self's gradient.
+            if self.task_should_compute_output(0):
+                from engine.autograd.engine import ExecInfo
+
+                task.exec_info[fn_next] = ExecInfo()
+                task.exec_info[fn_next].needed = True
         result = ops.clone(grad, memory_format="contiguous")
         grad_slice = ops.as_strided(result, self.view_size, self.view_stride, self.view_offset)
         res = self.fn.apply([ops.clone(grad_slice)])
@@ -158,6 +162,9 @@ def rebase_history(t: Tensor, node: Node) -> None:
     if t._view is not None:
         base = t._view.base
         copy_slices = CopySlices(base, t, node)
+        if t.requires_grad:
+            # Hooks registered on the base from now on belong to CopySlices.
+            move_tensor_hooks(base, base.grad_fn, copy_slices)
         base._grad_fn = copy_slices
         base._output_nr = 0
         t.grad_fn  # noqa: B018 - reading it rebuilds the view's grad_fn (AsStridedBackward0)
@@ -187,9 +194,12 @@ def regenerate_view_grad_fn(t: Tensor) -> None:
     assert view is not None
     base = view.base
     old_fn = t._grad_fn
-    view.attr_version = t._version_counter.version
     if old_fn is None and not base.requires_grad:
+        view.attr_version = t._version_counter.version
         return
+    # Views that cannot be rebased (split outputs, no_grad views) refuse, on every read.
+    handle_view_on_rebase(t, indirect=True)
+    view.attr_version = t._version_counter.version
     size, stride, offset = _geometry(t)
     with enable_grad():
         replay = ops.as_strided(base, size, stride, offset)

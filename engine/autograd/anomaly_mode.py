@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import traceback
 import warnings
 from typing import TYPE_CHECKING, Any
@@ -80,41 +81,46 @@ class set_detect_anomaly:  # noqa: N801
         _set(self.prev, self.prev_check_nan)
 
 
+_ENGINE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
 def record_forward_trace(node: Node) -> None:
     """Remember where ``node`` was created (and, inside a backward, which node ran then)."""
-    stack = traceback.format_stack()[:-3]
-    node._anomaly_trace = stack
-    task = _tls.graph_task
-    if task is not None:
-        node._anomaly_parent = getattr(task, "current_node", None)
-
-
-def _forward_trace_text(node: Node) -> str:
-    text = "".join(node._anomaly_trace or [])
-    parent = node._anomaly_parent
-    while parent is not None:
-        text += (
-            f"\n\nPrevious calculation was induced by {parent.name()}. Traceback of forward call "
-            "that induced the previous calculation:\n" + "".join(parent._anomaly_trace or [])
-        )
-        parent = parent._anomaly_parent
-    return text
+    # PyTorch records the Python stack from C++, so it ends at the user's line; the engine's own
+    # frames (op dispatch, Function.apply) are dropped to give the same trace.
+    frames = [
+        f
+        for f in traceback.extract_stack()[:-1]
+        if not os.path.abspath(f.filename).startswith(_ENGINE_DIR + os.sep)
+    ]
+    node._anomaly_trace = traceback.format_list(frames)
+    node._anomaly_parent = _tls.current_node
 
 
 def report_failure(node: Node, error: BaseException) -> None:
-    """Warn with (and attach to the error) the forward traceback of the node that failed."""
+    """Warn with the forward traceback of the node that failed, then (one warning each) with the
+    traceback of every node whose backward created it, as PyTorch's ``print_stack`` does. The
+    same text is attached to the error as a note."""
     if node._anomaly_trace is None:
-        msg = (
-            f"Error detected in {node.name()}. No forward pass information available. Enable "
-            "detect anomaly during forward pass for more information."
-        )
+        messages = [
+            f"Error detected in {node.name()}. No forward pass information available. Enable detect anomaly "
+            "during forward pass for more information."
+        ]
     else:
-        msg = (
-            f"Error detected in {node.name()}. Traceback of forward call that caused the "
-            f"error:\n{_forward_trace_text(node)}"
-        )
-    warnings.warn(msg, UserWarning, stacklevel=2)
-    error.add_note(msg)
+        messages = [
+            f"Error detected in {node.name()}. Traceback of forward call that caused the error:\n"
+            + "".join(node._anomaly_trace)
+        ]
+        parent = node._anomaly_parent
+        while parent is not None:
+            messages.append(
+                f"\n\nPrevious calculation was induced by {parent.name()}. Traceback of forward call that "
+                "induced the previous calculation:\n" + "".join(parent._anomaly_trace or [])
+            )
+            parent = parent._anomaly_parent
+    for msg in messages:
+        warnings.warn(msg, UserWarning, stacklevel=2)
+    error.add_note("".join(messages))
     error._anomaly_reported = True  # type: ignore[attr-defined]
 
 

@@ -8,6 +8,7 @@ is a new GraphTask with a higher re-entrant depth that shares this thread's read
 from __future__ import annotations
 
 import itertools
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -16,6 +17,14 @@ from engine._tensor import Tensor
 from engine.autograd.graph import AccumulateGrad, Edge, InputMetadata, Node, _anomaly_enabled
 
 __all__ = ["Engine", "GraphTask", "current_graph_task"]
+
+CREATE_GRAPH_CYCLE_WARNING = (
+    "Using backward() with create_graph=True will create a reference cycle between the parameter and its "
+    "gradient which can cause a memory leak. We recommend using autograd.grad when creating the graph to avoid "
+    "this. If you have to use this function, make sure to reset the .grad fields of your parameters to None "
+    "after use to break the cycle and avoid the leak."
+)
+_warned_create_graph_cycle = [False]
 
 # PyTorch numbers graph tasks with one process-wide counter.
 _graph_task_ids = itertools.count()
@@ -56,17 +65,6 @@ class GraphTask:
         self.final_callbacks: list[Callable[[], None]] = []
         self.completed = False
         self.nodes_in_graph: set[Node] = set()
-
-    def will_compute_grad_of(self, t: Tensor) -> bool:
-        from engine.autograd.graph import gradient_edge
-
-        fn = gradient_edge(t)[0]
-        if fn is None:
-            return False
-        if not self.exec_info:
-            return fn in self.nodes_in_graph
-        info = self.exec_info.get(fn)
-        return info is not None and info.should_execute()
 
 
 def current_graph_task() -> GraphTask | None:
@@ -171,6 +169,10 @@ class Engine:
         """Run backward from ``roots``. With ``outputs`` (``grad()``/``inputs=``), only the part
         of the graph leading to them runs, and their gradients are captured and returned."""
         grads = validate_outputs(roots, list(grads), lambda msg: msg)
+        if create_graph and accumulate_grad and not _warned_create_graph_cycle[0]:
+            # PyTorch's TORCH_WARN_ONCE: once per process.
+            _warned_create_graph_cycle[0] = True
+            warnings.warn(CREATE_GRAPH_CYCLE_WARNING, UserWarning, stacklevel=4)
         outer = _tls.graph_task
         depth = 0 if outer is None else outer.reentrant_depth + 1
         task = GraphTask(keep_graph, create_graph, depth)
@@ -212,9 +214,7 @@ def compute_dependencies(task: GraphTask, root: Node) -> None:
                 stack.append(nxt)
 
 
-def init_to_execute(
-    task: GraphTask, root: Node, outputs: Sequence[Edge], accumulate_grad: bool
-) -> None:
+def init_to_execute(task: GraphTask, root: Node, outputs: Sequence[Edge], accumulate_grad: bool) -> None:
     """Mark the nodes on a path from ``root`` to an output; plan the captures of ``grad()``."""
     info = task.exec_info
     for output_idx, (fn, input_nr) in enumerate(outputs):
@@ -250,8 +250,9 @@ def init_to_execute(
             if stack and fn_info is not None and fn_info.should_execute():
                 parent = stack[-1][0]
                 info.setdefault(parent, ExecInfo()).needed = True
-    # The root always runs (it is where the gradient starts).
-    info.setdefault(root, ExecInfo()).needed = True
+    # The root runs only if it leads to an output (or is one, with backward(inputs=...)): grad(x, x)
+    # captures the root AccumulateGrad's input without running it, so x.grad stays untouched.
+    info.setdefault(root, ExecInfo())
 
 
 # Note [Grad mode in backward]
@@ -268,14 +269,14 @@ def thread_main(task: GraphTask, queue: ReadyQueue) -> None:
         if not queue.heap:
             raise RuntimeError("engine: ready queue empty before the graph task completed")
         node_task, node, buffer = queue.pop()
-        prev, prev_grad_mode = _tls.graph_task, _tls.grad_enabled
-        _tls.graph_task = node_task
+        prev, prev_grad_mode, prev_node = _tls.graph_task, _tls.grad_enabled, _tls.current_node
+        _tls.graph_task, _tls.current_node = node_task, node
         # See Note [Grad mode in backward].
         _tls.grad_enabled = node_task.create_graph
         try:
             evaluate_function(node_task, node, buffer, queue)
         except BaseException as e:
-            _tls.graph_task, _tls.grad_enabled = prev, prev_grad_mode
+            _tls.graph_task, _tls.grad_enabled, _tls.current_node = prev, prev_grad_mode, prev_node
             node_task.completed = True
             if node_task is not task:
                 task.completed = True
@@ -285,7 +286,7 @@ def thread_main(task: GraphTask, queue: ReadyQueue) -> None:
 
                 report_failure(node, e)
             raise
-        _tls.graph_task, _tls.grad_enabled = prev, prev_grad_mode
+        _tls.graph_task, _tls.grad_enabled, _tls.current_node = prev, prev_grad_mode, prev_node
         node_task.outstanding_tasks -= 1
         if node_task.outstanding_tasks == 0:
             _finish(node_task)
@@ -427,9 +428,7 @@ def call_function(task: GraphTask, fn: Node, inputs: list[Tensor | None]) -> lis
     if not task.keep_graph:
         fn.will_release_variables()
     outputs = fn.apply(list(inputs))
-    outputs = validate_outputs(
-        fn._next_edges, outputs, lambda msg: f"Function {fn.name()} returned an {msg}"
-    )
+    outputs = validate_outputs(fn._next_edges, outputs, lambda msg: f"Function {fn.name()} returned an {msg}")
     if fn._post_hooks:
         outputs = call_post_hooks(fn, outputs, inputs)
     return outputs
@@ -480,9 +479,7 @@ def validate_outputs(
     broadcasting themselves: see ``InputMetadata``)."""
     if len(grads) != len(edges):
         raise RuntimeError(
-            format_error(
-                f"invalid number of gradients - expected {len(edges)}, but got {len(grads)}"
-            )
+            format_error(f"invalid number of gradients - expected {len(edges)}, but got {len(grads)}")
         )
     for i, (fn, input_nr) in enumerate(edges):
         grad = grads[i]

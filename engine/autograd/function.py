@@ -136,7 +136,7 @@ class BackwardCFunction(Node, FunctionCtx):
                     )
                 continue
             if r is not None and not isinstance(r, Tensor):
-                raise TypeError(f"expected Variable or None (got {type(r).__name__})")
+                raise RuntimeError(f"expected Variable or None (got {type(r).__name__})")
             out.append(r)
         return out
 
@@ -192,9 +192,7 @@ class Function(metaclass=FunctionMeta):
 
     @staticmethod
     def forward(*args: Any, **kwargs: Any) -> Any:
-        raise NotImplementedError(
-            "You must implement the forward function for custom autograd.Function."
-        )
+        raise NotImplementedError("You must implement the forward function for custom autograd.Function.")
 
     @staticmethod
     def setup_context(ctx: Any, inputs: tuple[Any, ...], output: Any) -> Any:
@@ -229,9 +227,8 @@ def _function_apply(cls: type[Function], args: tuple[Any, ...], setup_ctx: bool)
     is_executable = _tls.grad_enabled and any(t.requires_grad for t in tensor_inputs)
     ctx = cls._backward_cls()
     ctx._is_variable_input = [isinstance(a, Tensor) for a in args]
-    ctx.needs_input_grad = tuple(
-        isinstance(a, Tensor) and a.requires_grad and is_executable for a in args
-    )
+    # Whether each input requires grad, even in no_grad mode (as in PyTorch).
+    ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a.requires_grad for a in args)
     if is_executable:
         ctx._next_edges = collect_next_edges(tensor_inputs)
     with no_grad():
@@ -343,8 +340,7 @@ def _mark_dirty(ctx: BackwardCFunction) -> set[int]:
     for i, t in enumerate(ctx.dirty_tensors):
         if not isinstance(t, Tensor):
             raise RuntimeError(
-                f"mark_dirty can only accept variables, but argument {i} is of type "
-                f"{type(t).__name__}"
+                f"mark_dirty can only accept variables, but argument {i} is of type {type(t).__name__}"
             )
         dirty.add(id(t))
         t._version_counter.version += 1
@@ -374,13 +370,33 @@ def _save_variables(ctx: BackwardCFunction) -> None:
             ctx.saved_variables.append(SavedVariable(t, t._grad_fn is ctx, saved_for=ctx))
 
 
-class _DelayedError(Node):
-    def __init__(self, msg: str, num_inputs: int) -> None:
+class Error(Node):
+    """A node whose backward raises (PyTorch's ``torch::autograd::Error``)."""
+
+    _node_name = "engine::autograd::Error"
+
+    def __init__(self, msg: str) -> None:
         super().__init__()
         self.msg = msg
 
     def apply(self, grads: list[Tensor | None]) -> list[Tensor | None]:
         raise RuntimeError(self.msg)
+
+
+def _delayed_error(msg: str, inputs: list[Tensor | None]) -> list[Tensor | None]:
+    """PyTorch's ``DelayedError``: aliases of ``inputs`` whose grad_fn is an ``Error`` node."""
+    node = Error(msg)
+    node._next_edges = collect_next_edges(inputs)
+    outputs: list[Tensor | None] = []
+    for var in inputs:
+        if var is None:
+            outputs.append(None)
+            continue
+        out = Tensor._make(var._data)
+        out._grad_fn = node
+        out._output_nr = node.add_input_metadata(out)
+        outputs.append(out)
+    return outputs
 
 
 def once_differentiable(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -389,30 +405,31 @@ def once_differentiable(fn: Callable[..., Any]) -> Callable[..., Any]:
 
     @functools.wraps(fn)
     def wrapper(ctx: Any, *args: Any) -> Any:
-        from engine.autograd.grad_mode import enable_grad, no_grad
+        from engine.autograd.grad_mode import no_grad
 
         with no_grad():
             outputs = fn(ctx, *args)
         if not _tls.grad_enabled:
             return outputs
+        # Only an approximation of "the result depends on something that requires grad" (as in
+        # PyTorch): if no grad_output requires grad, the outputs are returned as they are.
         requires_grad = any(isinstance(a, Tensor) and a.requires_grad for a in args)
         if not requires_grad:
             return outputs
-        single = not isinstance(outputs, tuple)
-        outs = (outputs,) if single else outputs
-        err = _DelayedError(
+        if not isinstance(outputs, tuple):
+            outputs = (outputs,)
+
+        # Detached aliases that require grad, so that the Error node is executable.
+        def fake_requires_grad(var: Tensor | None) -> Tensor | None:
+            if var is not None:
+                var = var.detach()
+                var.requires_grad = True
+            return var
+
+        wrapped = _delayed_error(
             "trying to differentiate twice a function that was marked with @once_differentiable",
-            len(outs),
+            [fake_requires_grad(v) for v in outputs],
         )
-        err._next_edges = collect_next_edges([a for a in args if isinstance(a, Tensor)])
-        wrapped = []
-        with enable_grad():
-            for o in outs:
-                if isinstance(o, Tensor):
-                    o = o.detach()
-                    o._grad_fn = err
-                    o._output_nr = err.add_input_metadata(o)
-                wrapped.append(o)
-        return wrapped[0] if single else tuple(wrapped)
+        return wrapped[0] if len(wrapped) == 1 else tuple(wrapped)
 
     return wrapper

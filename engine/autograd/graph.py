@@ -6,16 +6,15 @@ will find the same pieces here under the same names.
 
 from __future__ import annotations
 
+import functools
+import threading
 import weakref
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from engine._C import _tls
 from engine._tensor import Tensor
 from engine.utils.hooks import RemovableHandle
-
-if TYPE_CHECKING:
-    from engine.autograd.engine import GraphTask
 
 __all__ = [
     "AccumulateGrad",
@@ -285,6 +284,7 @@ class SavedVariable:
         "_data",
         "_dtype",
         "_grad_accumulator",
+        "_grad_fn",
         "_hooks",
         "_is_leaf",
         "_is_output",
@@ -297,7 +297,6 @@ class SavedVariable:
         "_version_counter",
         "_was_default_constructed",
         "_weak_grad_fn",
-        "_grad_fn",
     )
 
     def __init__(self, t: Tensor | None, is_output: bool, saved_for: Node | None = None) -> None:
@@ -442,16 +441,15 @@ class SavedTensor:
     def __init__(self, saved: SavedVariable) -> None:
         self._saved = saved
 
-    def register_hooks(self, pack_hook: Callable[[Tensor], Any], unpack_hook: Callable[[Any], Tensor]) -> None:
+    def register_hooks(
+        self, pack_hook: Callable[[Tensor], Any], unpack_hook: Callable[[Any], Tensor]
+    ) -> None:
         sv = self._saved
         if sv._was_default_constructed:
-            raise RuntimeError(
-                "Calling register_hooks on a saved tensor whose value is None is forbidden"
-            )
+            raise RuntimeError("Calling register_hooks on a saved tensor whose value is None is forbidden")
         if sv._hooks is not None:
             raise RuntimeError(
-                "Calling register_hooks on a saved tensor with hooks already registered is "
-                "forbidden"
+                "Calling register_hooks on a saved tensor with hooks already registered is forbidden"
             )
         if sv._data is None:
             raise RuntimeError(
@@ -499,9 +497,7 @@ class saved_tensors_hooks:  # noqa: N801 - PyTorch's name
         tensor([2., 2., 2., 2., 2.])
     """
 
-    def __init__(
-        self, pack_hook: Callable[[Tensor], Any], unpack_hook: Callable[[Any], Tensor]
-    ) -> None:
+    def __init__(self, pack_hook: Callable[[Tensor], Any], unpack_hook: Callable[[Any], Tensor]) -> None:
         self.pack_hook = pack_hook
         self.unpack_hook = unpack_hook
 
@@ -540,8 +536,17 @@ def get_gradient_edge(tensor: Tensor) -> Edge:
     return gradient_edge(tensor)
 
 
+def _get_grad_fn_or_grad_acc(t: Tensor) -> Node:
+    if t.requires_grad and t.grad_fn is None:
+        node = grad_accumulator(t)
+    else:
+        node = t.grad_fn
+    assert node is not None
+    return node
+
+
 class _MultiHandle(RemovableHandle):
-    def __init__(self, handles: list[RemovableHandle]) -> None:
+    def __init__(self, handles: tuple[RemovableHandle, ...]) -> None:
         self.handles = handles
 
     def remove(self) -> None:
@@ -554,56 +559,58 @@ def register_multi_grad_hook(
 ) -> RemovableHandle:
     """Call ``fn`` once per backward, after the gradients of ``tensors`` are computed.
 
-    ``mode="all"``: ``fn(grads)`` with one entry per tensor (``None`` for a tensor whose grad
-    was not computed in this backward). ``mode="any"``: ``fn(grad)`` for the first one.
+    ``mode="all"``: ``fn(grads)`` once every tensor the running backward will reach has its
+    gradient, with ``None`` for the others. ``mode="any"``: ``fn(grad)`` with the first one.
+    Counts are kept per graph task, so two backwards running at once do not mix.
     """
-    from engine.autograd.engine import current_graph_task
+    from engine._C import _current_graph_task_id, _will_engine_execute_node
 
-    if mode not in ("all", "any"):
-        raise ValueError(f"Expects mode to be one of ('all', 'any') but got {mode}")
-    state: dict[int, Any] = {}
-    tensors = list(tensors)
-    handles: list[RemovableHandle] = []
-
+    supported_modes = ("all", "any")
+    lock = threading.Lock()
+    if mode not in supported_modes:
+        raise ValueError(f"Expects mode to be one of {supported_modes} but got {mode}")
+    handles: tuple[RemovableHandle, ...]
     if mode == "all":
-        counts: dict[int, int] = {}
-        grads_by_task: dict[int, list[Tensor | None]] = {}
+        count: dict[int, int] = {}
+        nb_calls: int | None = None
+        buffer: dict[int, list[Tensor | None]] = {}
+        grad_fns = [_get_grad_fn_or_grad_acc(t) for t in tensors]
+        len_tensors = len(tensors)
 
-        def needed(task: GraphTask) -> int:
-            return sum(1 for t in tensors if task.will_compute_grad_of(t))
+        def get_inner_hook(idx: int) -> Callable[[Tensor], None]:
+            def inner_hook(grad: Tensor) -> None:
+                nonlocal nb_calls
+                task_id = _current_graph_task_id()
+                assert task_id != -1, "expected this hook to be called inside a backward call"
+                count[task_id] = count.get(task_id, 0)
+                buffer[task_id] = buffer.get(task_id, [None] * len_tensors)
+                with lock:
+                    curr_count, count[task_id] = count[task_id], count[task_id] + 1
+                    if curr_count == 0:
+                        # The first gradient of this backward: count the tensors it will reach.
+                        nb_calls = sum(map(_will_engine_execute_node, grad_fns))
+                buffer[task_id][idx] = grad
+                assert nb_calls is not None
+                if curr_count == nb_calls - 1:
+                    fn(buffer[task_id])
+                    del count[task_id]
+                    del buffer[task_id]
 
-        def make_hook(i: int) -> Callable[[Tensor], None]:
-            def hook(grad: Tensor) -> None:
-                task = current_graph_task()
-                assert task is not None
-                key = task.id
-                if key not in counts:
-                    counts[key] = needed(task)
-                    grads_by_task[key] = [None] * len(tensors)
-                grads_by_task[key][i] = grad
-                counts[key] -= 1
-                if counts[key] == 0:
-                    grads = grads_by_task.pop(key)
-                    del counts[key]
-                    fn(tuple(grads))
+            return inner_hook
 
-            return hook
-
-        for i, t in enumerate(tensors):
-            if t.requires_grad:
-                handles.append(t.register_hook(make_hook(i)))
+        handles = tuple(t.register_hook(get_inner_hook(i)) for i, t in enumerate(tensors))
     else:
+        ran_hook: dict[int, bool] = {}
 
-        def any_hook(grad: Tensor) -> None:
-            task = current_graph_task()
-            key = task.id if task is not None else -1
-            if state.get(key):
+        @functools.wraps(fn)
+        def wrapped_fn(grad: Tensor) -> None:
+            task_id = _current_graph_task_id()
+            assert task_id != -1, "expected this hook to be called inside a backward call"
+            with lock:
+                prev, ran_hook[task_id] = ran_hook.get(task_id, False), True
+            if prev:
                 return
-            state[key] = True
             fn(grad)
 
-        for t in tensors:
-            if t.requires_grad:
-                handles.append(t.register_hook(any_hook))
+        handles = tuple(t.register_hook(wrapped_fn) for t in tensors if t.requires_grad)
     return _MultiHandle(handles)
-

@@ -9,7 +9,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.ops import activation, indexing, nn_ops, pointwise, reduction, shape  # noqa: F401  (each registers its ops)
+from engine.ops import (  # noqa: F401  (each registers its ops)
+    activation,
+    extrema,
+    indexing,
+    linalg,
+    loss,
+    nn_ops,
+    pointwise,
+    reduction,
+    shape,
+    softmax,
+)
 from engine.ops._dispatch import OPS, CompositeOp, DispatchMode, Op, composite, op
 
 __all__ = ["OPS", "CompositeOp", "DispatchMode", "Op", "composite", "op"]

@@ -557,7 +557,8 @@ def _run_kernel(op: Op, bound: dict[str, Any]) -> Any:
             args[n] = v
     if op.is_inplace:
         self_t: Tensor = bound["self"]
-        result = op.kernel(**args)
+        with np.errstate(all="ignore"):  # IEEE results (nan, inf) without NumPy's warnings, like torch
+            result = op.kernel(**args)
         if isinstance(result, tuple):
             result = result[0]
         if out_dtype is not None and not _can_cast(out_dtype, self_t._dtype):
@@ -573,7 +574,8 @@ def _run_kernel(op: Op, bound: dict[str, Any]) -> Any:
         if result is not self_t._data:
             np.copyto(self_t._data, result, casting="unsafe")
         return self_t
-    result = op.kernel(**args)
+    with np.errstate(all="ignore"):
+        result = op.kernel(**args)
     view = op.view is not None
     if isinstance(result, tuple):
         dtypes = [out_dtype] + [None] * (len(result) - 1) if op.view is None else [None] * len(result)

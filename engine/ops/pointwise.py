@@ -26,6 +26,27 @@ def _erf_array(a: Array) -> Array:
     return np.asarray(_erf(a), dtype=a.dtype)
 
 
+def infer_size(*shapes: tuple[int, ...]) -> tuple[int, ...]:
+    """The broadcast shape of ``shapes`` (PyTorch's ``infer_size``, folded left to right), with
+    PyTorch's error instead of NumPy's."""
+    out: tuple[int, ...] = ()
+    for i, b in enumerate(shapes):
+        a = out if i else b
+        n = max(len(a), len(b))
+        dims = [0] * n
+        for d in reversed(range(n)):  # from the last dim, so the error names the rightmost mismatch
+            sa = a[d - n + len(a)] if d - n + len(a) >= 0 else 1
+            sb = b[d - n + len(b)] if d - n + len(b) >= 0 else 1
+            if sa != sb and sa != 1 and sb != 1:
+                raise RuntimeError(
+                    f"The size of tensor a ({sa}) must match the size of tensor b ({sb}) at non-singleton "
+                    f"dimension {d}"
+                )
+            dims[d] = sb if sa == 1 else sa
+        out = tuple(dims)
+    return out
+
+
 def _unary(low: float = -2.0, high: float = 2.0) -> list[SampleInput]:
     return [SampleInput((T((2, 3), low, high),)), SampleInput((T((), low, high),), note="0-dim")]
 
@@ -49,6 +70,7 @@ def _binary(low: float = -2.0, high: float = 2.0) -> list[SampleInput]:
     samples=lambda: [*_binary(), SampleInput((T.of(2, 3), T.of(2, 3)), {"alpha": 2.0})],
 )
 def add(self: Tensor, other: Tensor, alpha: float = 1) -> Array:
+    infer_size(self.shape, other.shape)
     return self + other if alpha == 1 else self + alpha * other
 
 
@@ -57,6 +79,7 @@ def add(self: Tensor, other: Tensor, alpha: float = 1) -> Array:
     samples=lambda: [*_binary(), SampleInput((T.of(2, 3), T.of(2, 3)), {"alpha": 2.0})],
 )
 def sub(self: Tensor, other: Tensor, alpha: float = 1) -> Array:
+    infer_size(self.shape, other.shape)
     return self - other if alpha == 1 else self - alpha * other
 
 
@@ -68,6 +91,7 @@ def sub(self: Tensor, other: Tensor, alpha: float = 1) -> Array:
     samples=_binary,
 )
 def mul(self: Tensor, other: Tensor) -> Array:
+    infer_size(self.shape, other.shape)
     return self * other
 
 
@@ -80,6 +104,7 @@ def mul(self: Tensor, other: Tensor) -> Array:
     samples=lambda: _binary(0.5, 2.0),
 )
 def div(self: Tensor, other: Tensor) -> Array:
+    infer_size(self.shape, other.shape)
     return self / other
 
 
@@ -148,6 +173,7 @@ def _pow_backward_exponent(grad: Tensor, self: Tensor, exponent: Tensor, result:
     ],
 )
 def pow_Tensor_Tensor(self: Tensor, exponent: Tensor) -> Array:  # noqa: N802
+    infer_size(self.shape, exponent.shape)
     return np.power(self, exponent)
 
 
@@ -310,6 +336,7 @@ def clamp_default(self: Tensor, min: float | None = None, max: float | None = No
     samples=lambda: [SampleInput((T.of(2, 3), T((2, 3), -2, -0.5), T((2, 3), 0.5, 2)))],
 )
 def clamp_Tensor(self: Tensor, min: Tensor, max: Tensor) -> Array:  # noqa: A002, N802
+    infer_size(self.shape, min.shape, max.shape)
     return np.minimum(np.maximum(self, min), max)
 
 
@@ -323,9 +350,10 @@ def _max_min_grad(grad: Tensor, self: Tensor, other: Tensor, zero_where: Tensor)
         "self": lambda grad, self, other: _max_min_grad(grad, self, other, self < other),
         "other": lambda grad, self, other: _max_min_grad(grad, self, other, self > other),
     },
-    samples=_binary,
+    samples=lambda: _binary()[:-1],  # aten::maximum takes no Python scalar
 )
 def maximum(self: Tensor, other: Tensor) -> Array:
+    infer_size(self.shape, other.shape)
     return np.maximum(self, other)
 
 
@@ -334,9 +362,10 @@ def maximum(self: Tensor, other: Tensor) -> Array:
         "self": lambda grad, self, other: _max_min_grad(grad, self, other, self > other),
         "other": lambda grad, self, other: _max_min_grad(grad, self, other, self < other),
     },
-    samples=_binary,
+    samples=lambda: _binary()[:-1],
 )
 def minimum(self: Tensor, other: Tensor) -> Array:
+    infer_size(self.shape, other.shape)
     return np.minimum(self, other)
 
 
@@ -354,6 +383,7 @@ def minimum(self: Tensor, other: Tensor) -> Array:
     ],
 )
 def where(condition: Tensor, self: Tensor, other: Tensor) -> Array:
+    infer_size(condition.shape, self.shape, other.shape)
     return np.where(condition.astype(bool), self, other)
 
 
@@ -362,6 +392,7 @@ def where(condition: Tensor, self: Tensor, other: Tensor) -> Array:
 
 def _cmp(name: str, fn: np.ufunc) -> None:
     def kernel(self: Tensor, other: Tensor) -> Array:
+        infer_size(self.shape, other.shape)
         return fn(self, other)
 
     kernel.__name__ = name

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 from numpy.lib.stride_tricks import as_strided as _np_as_strided
 
+from engine import _dtype
 from engine._factories import zeros
 from engine._tensor import Tensor, _wrap_dim
 from engine.ops._dispatch import composite, op
@@ -255,9 +256,11 @@ def expand(self: Tensor, size: Sequence[int]) -> Array:
     shape = [int(s) for s in size]
     lead = len(shape) - self.ndim
     if lead < 0:
+        sizes = ", ".join(str(n) for n in self.shape)
         raise RuntimeError(
-            f"expand: the number of sizes provided ({len(shape)}) must be greater or equal to "
-            f"the number of dimensions in the tensor ({self.ndim})"
+            f"expand(engine.{_dtype.from_numpy(self.dtype)._legacy_name}{{[{sizes}]}}, size={shape}): the "
+            f"number of sizes provided ({len(shape)}) must be greater or equal to the number of dimensions "
+            f"in the tensor ({self.ndim})"
         )
     for i, s in enumerate(shape):
         if s == -1:
@@ -329,9 +332,7 @@ def select(self: Tensor, dim: int, index: int) -> Array:
         raise IndexError(
             f"index {index} is out of bounds for dimension {d} with size {size}"
         )
-    idx: list[Any] = [slice(None)] * self.ndim
-    idx[d] = index
-    return self[tuple(idx)]
+    return _select_view(self, d, index)
 
 
 @op(
@@ -366,6 +367,8 @@ def slice_backward(
 )
 def slice_(self: Tensor, dim: int = 0, start: int | None = None, end: int | None = None,
            step: int = 1) -> Array:
+    if self.ndim == 0:
+        raise IndexError("slice() cannot be applied to a 0-dim tensor.")
     if step <= 0:
         raise ValueError("step must be greater than zero")
     d = _wrap_dim(dim, self.ndim)
@@ -537,7 +540,9 @@ def unbind(self: Tensor, dim: int = 0) -> tuple[Array, ...]:
 def _select_view(a: Array, d: int, i: int) -> Array:
     idx: list[Any] = [slice(None)] * a.ndim
     idx[d] = i
-    return a[tuple(idx)]
+    # The trailing Ellipsis keeps a 0-dim result a view: ``a[0]`` of a 1-D array is a copy (a
+    # NumPy scalar), so writing into ``x[0]`` in place would not reach ``x``.
+    return a[(*idx, Ellipsis)]
 
 
 def _without(sizes: Sequence[int], dim: int) -> tuple[int, ...]:
@@ -617,6 +622,11 @@ def repeat(self: Tensor, repeats: Sequence[int]) -> Array:
 # --- aliases and copies -------------------------------------------------------------------------
 
 
+@op(derivatives={"self": lambda grad: grad}, view="view", dtypes="keep", samples=lambda: [SampleInput((T.of(2, 3),))])
+def alias(self: Tensor) -> Array:
+    return self.view()
+
+
 @op(view="alias", dtypes="keep", samples=lambda: [SampleInput((T.of(2, 3),))])
 def detach(self: Tensor) -> Array:
     return self.view()
@@ -646,6 +656,11 @@ def detach_(self: Tensor) -> Tensor:
     samples=lambda: [SampleInput((T.of(2, 3), T.of(2, 3))), SampleInput((T.of(2, 3), T.of(3)))],
 )
 def copy_(self: Tensor, src: Tensor, non_blocking: bool = False) -> Array:
+    from engine.ops.pointwise import infer_size
+
+    shape = infer_size(self.shape, src.shape)
+    if shape != self.shape:
+        raise RuntimeError(f"output with shape {list(self.shape)} doesn't match the broadcast shape {list(shape)}")
     return np.broadcast_to(src, self.shape).astype(self.dtype, copy=False)
 
 
@@ -660,9 +675,32 @@ def zero_(self: Tensor) -> Array:
 
 
 @op(derivatives={"self": lambda grad: zeros_like_(grad)}, node="FillBackward2", inplace=True,
-    name="fill_", function=False, samples=lambda: [SampleInput((T.of(2, 3), 1.5))])
-def fill_(self: Tensor, value: float) -> Array:
+    name="fill_.Scalar", function=False, samples=lambda: [SampleInput((T.of(2, 3), 1.5))])
+def fill_Scalar(self: Tensor, value: float) -> Array:  # noqa: N802
     return np.full_like(self, value)
+
+
+@op(
+    derivatives={"self": lambda grad: zeros_like_(grad), "value": lambda grad: grad.sum()},
+    node="FillBackward3",
+    inplace=True,
+    name="fill_.Tensor",
+    function=False,
+    dtypes="keep",
+)
+def fill_Tensor(self: Tensor, value: Tensor) -> Array:  # noqa: N802
+    if value.ndim != 0:
+        raise RuntimeError(
+            f"fill_ only supports 0-dimension value tensor but got tensor with {value.ndim} dimensions."
+        )
+    return np.full_like(self, value)
+
+
+@composite(samples=lambda: [SampleInput((T.of(2, 3), 1.5))])
+def fill_(self: Tensor, value: Tensor | float) -> Tensor:
+    if isinstance(value, Tensor):
+        return fill_Tensor(self, value)
+    return fill_Scalar(self, value)
 
 
 @op(

@@ -70,7 +70,7 @@ def build(lib: ModuleType, sample: SampleInput, arrays: list[Any]) -> tuple[list
         if not _is_spec_tensor(spec):
             return _convert_value(lib, value)
         t = lib.from_numpy(np.array(value, copy=True))
-        if spec.grad and t.dtype.is_floating_point or spec.grad and t.dtype.is_complex:
+        if spec.grad and (t.dtype.is_floating_point or t.dtype.is_complex):
             t.requires_grad_(True)
             leaves.append(t)
         return t
@@ -129,7 +129,7 @@ def run(lib: ModuleType, fn: Callable[..., Any], sample: SampleInput, arrays: li
     try:
         with lib.autograd.graph.saved_tensors_hooks(pack, unpack):
             out = fn(*args, **kwargs)
-    except Exception as e:  # noqa: BLE001 - the error itself is compared
+    except Exception as e:  # the error itself is compared
         rec.error = f"{type(e).__name__}: {e}"
         return rec
     outs = _flatten_outputs(out)
@@ -144,7 +144,9 @@ def run(lib: ModuleType, fn: Callable[..., Any], sample: SampleInput, arrays: li
     rng = np.random.default_rng(seed + 1)
     cots = [lib.from_numpy(rng.uniform(-1, 1, tuple(o.shape)).astype(o.detach().numpy().dtype)) for o in diff_outs]
     grads = lib.autograd.grad(diff_outs, leaves, cots, create_graph=True, allow_unused=True)
-    rec.grads = [None if g is None else np.array(g.detach().numpy(), copy=True) for g in grads]
+    # clone() before numpy(): torch may return a ZeroTensor (the gradient of sgn for a real input),
+    # whose numpy() reads unallocated memory.
+    rec.grads = [None if g is None else np.array(g.detach().clone().numpy(), copy=True) for g in grads]
     if sample.gradgrad:
         live = [(g, leaf) for g, leaf in zip(grads, leaves, strict=True) if g is not None and g.requires_grad]
         if live:
@@ -152,7 +154,7 @@ def run(lib: ModuleType, fn: Callable[..., Any], sample: SampleInput, arrays: li
                 w = [lib.from_numpy(rng.uniform(-1, 1, tuple(g.shape))) for g, _ in live]
                 total = sum((g * wi).sum() for (g, _), wi in zip(live, w, strict=True))
                 gg = lib.autograd.grad(total, leaves, allow_unused=True)
-                rec.gradgrads = [None if g is None else np.array(g.detach().numpy(), copy=True) for g in gg]
+                rec.gradgrads = [None if g is None else np.array(g.detach().clone().numpy(), copy=True) for g in gg]
             except RuntimeError as e:
                 rec.gradgrads = None
                 rec.error = f"double backward: {type(e).__name__}: {e}"

@@ -77,8 +77,8 @@ class BackwardHook:
                     continue
                 if len(out) != len(res):
                     raise RuntimeError(
-                        f"Backward hook returned an invalid number of grad_input, got {len(out)}, but expected "
-                        f"{len(res)}"
+                        f"Backward hook returned an invalid number of grad_input, got {len(out)}, but "
+                        f"expected {len(res)}"
                     )
                 res = out
             self.grad_outputs = None
@@ -86,7 +86,9 @@ class BackwardHook:
 
         grad_fn.register_hook(hook)
 
-    def _apply_on_tensors(self, fn: Callable[[Node], None], args: tuple[Any, ...]) -> tuple[Any, list[int] | None]:
+    def _apply_on_tensors(
+        self, fn: Callable[[Node], None], args: tuple[Any, ...]
+    ) -> tuple[Any, list[int] | None]:
         tensors_idx = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
         tensors = [args[i] for i in tensors_idx]
         requires_grad = any(t.requires_grad for t in tensors)
@@ -98,11 +100,14 @@ class BackwardHook:
         if len(new_tensors) == 0:
             raise RuntimeError("Cannot set Module backward hook for a Module with no input Tensors.")
         grad_fns = [
-            t.grad_fn for t in new_tensors if t.grad_fn is not None and t.grad_fn.name() == "BackwardHookFunctionBackward"
+            t.grad_fn
+            for t in new_tensors
+            if t.grad_fn is not None and t.grad_fn.name() == "BackwardHookFunctionBackward"
         ]
         if not grad_fns:
             raise RuntimeError(
-                "Error while setting up backward hooks. Please open an issue with a code sample to reproduce this."
+                "Error while setting up backward hooks. Please open an issue with a code sample to "
+                "reproduce this."
             )
         fn(grad_fns[0])
         arg_list = list(args)
@@ -120,7 +125,9 @@ class BackwardHook:
         def fn(grad_fn: Node) -> None:
             def hook(_: Any, grad_output: Any) -> Any:
                 assert self.output_tensors_index is not None
-                self.grad_outputs = self._pack_with_none(self.output_tensors_index, grad_output, self.n_outputs)
+                self.grad_outputs = self._pack_with_none(
+                    self.output_tensors_index, grad_output, self.n_outputs
+                )
                 expected_len = len(self.grad_outputs)
                 for user_pre_hook in self.user_pre_hooks:
                     new = user_pre_hook(self.module, self.grad_outputs)
@@ -128,16 +135,16 @@ class BackwardHook:
                         continue
                     if len(new) != expected_len:
                         raise RuntimeError(
-                            f"Backward pre hook returned an invalid number of grad_output, got {len(new)}, but "
-                            f"expected {expected_len}"
+                            "Backward pre hook returned an invalid number of grad_output, got "
+                            f"{len(new)}, but expected {expected_len}"
                         )
                     self.grad_outputs = new
                 local_grad_outputs = self.grad_outputs
                 if self.input_tensors_index is None:
                     # No input requires grad: the hooks fire here, with grad_input all None.
                     warnings.warn(
-                        "Full backward hook is firing when gradients are computed with respect to module outputs "
-                        "since no inputs require gradients. See "
+                        "Full backward hook is firing when gradients are computed with respect to module "
+                        "outputs since no inputs require gradients. See "
                         "https://docs.pytorch.org/docs/main/generated/torch.nn.Module.html#torch.nn.Module.register_full_backward_hook "  # noqa: E501
                         "for more details.",
                         stacklevel=5,
@@ -147,8 +154,8 @@ class BackwardHook:
                         res = user_hook(self.module, grad_inputs, self.grad_outputs)
                         if res is not None and not (isinstance(res, tuple) and all(el is None for el in res)):
                             raise RuntimeError(
-                                "Backward hook for Modules where no input requires gradient should always return "
-                                "None or None for all gradients."
+                                "Backward hook for Modules where no input requires gradient should "
+                                "always return None or None for all gradients."
                             )
                     self.grad_outputs = None
                 if local_grad_outputs is not None:

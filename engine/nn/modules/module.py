@@ -9,83 +9,32 @@ hooks wrap inputs and outputs in ``BackwardHookFunction`` nodes (see ``_function
 
 from __future__ import annotations
 
-import itertools
 import warnings
-from collections import OrderedDict, namedtuple
-from collections.abc import Callable, Iterator, Mapping
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from engine._tensor import Tensor
 from engine.autograd.grad_mode import no_grad
+from engine.nn.modules._hooks import (
+    _add_hook,
+    _global_forward_hooks,
+    _global_forward_hooks_always_called,
+    _global_forward_hooks_with_kwargs,
+    _global_forward_pre_hooks,
+    register_module_forward_hook,
+    register_module_forward_pre_hook,
+)
+from engine.nn.modules._state_dict import StateDictMixin, _IncompatibleKeys
 from engine.nn.parameter import Buffer, Parameter
 from engine.utils.hooks import RemovableHandle
 
 __all__ = [
     "Module",
+    "_IncompatibleKeys",
     "register_module_forward_hook",
     "register_module_forward_pre_hook",
 ]
-
-_hook_ids = itertools.count()
-
-# Hooks that run for every module (torch.nn.modules.module.register_module_forward_*hook).
-_global_forward_pre_hooks: OrderedDict[int, Callable[..., Any]] = OrderedDict()
-_global_forward_hooks: OrderedDict[int, Callable[..., Any]] = OrderedDict()
-_global_forward_hooks_always_called: OrderedDict[int, bool] = OrderedDict()
-_global_forward_hooks_with_kwargs: OrderedDict[int, bool] = OrderedDict()
-
-
-class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        if not self.missing_keys and not self.unexpected_keys:
-            return "<All keys matched successfully>"
-        return super().__repr__()
-
-    __str__ = __repr__
-
-
-class _HookHandle(RemovableHandle):
-    """A handle that also removes its hook's flags (``with_kwargs``, ``always_call``)."""
-
-    def __init__(self, hooks_dict: dict[int, Any], extra_dicts: tuple[dict[int, Any], ...] = ()) -> None:
-        super().__init__(hooks_dict, next(_hook_ids))
-        self.extra_dicts = extra_dicts
-
-    def remove(self) -> None:
-        super().remove()
-        for d in self.extra_dicts:
-            d.pop(self.id, None)
-
-
-def _add_hook(
-    hooks: OrderedDict[int, Any], hook: Callable[..., Any], prepend: bool, *flags: dict[int, bool] | None
-) -> _HookHandle:
-    handle = _HookHandle(hooks, tuple(f for f in flags if f is not None))
-    hooks[handle.id] = hook
-    if prepend:
-        hooks.move_to_end(handle.id, last=False)
-    return handle
-
-
-def register_module_forward_pre_hook(hook: Callable[..., Any]) -> RemovableHandle:
-    """A forward pre-hook run before every module's own pre-hooks."""
-    return _add_hook(_global_forward_pre_hooks, hook, False)
-
-
-def register_module_forward_hook(
-    hook: Callable[..., Any], *, with_kwargs: bool = False, always_call: bool = False
-) -> RemovableHandle:
-    """A forward hook run before every module's own forward hooks."""
-    handle = _add_hook(
-        _global_forward_hooks, hook, False, _global_forward_hooks_with_kwargs, _global_forward_hooks_always_called
-    )
-    if with_kwargs:
-        _global_forward_hooks_with_kwargs[handle.id] = True
-    if always_call:
-        _global_forward_hooks_always_called[handle.id] = True
-    return handle
 
 
 def _addindent(s: str, num_spaces: int) -> str:
@@ -96,20 +45,37 @@ def _addindent(s: str, num_spaces: int) -> str:
     return first + "\n" + "\n".join(num_spaces * " " + line for line in lines)
 
 
+_TENSOR_TYPES = {
+    "float32": "FloatTensor",
+    "float64": "DoubleTensor",
+    "int64": "LongTensor",
+    "bool": "BoolTensor",
+}
+
+
 def _typename(obj: object) -> str:
+    # torch.typename: a tensor is named by its dtype ("torch.FloatTensor"), whatever its class.
     if isinstance(obj, Tensor):
-        return "engine." + type(obj).__name__ if type(obj) is not Tensor else "engine.FloatTensor"
+        return "engine." + _TENSOR_TYPES.get(obj.dtype.name, "Tensor")
     module = type(obj).__module__
     name = type(obj).__qualname__
-    return name if module in ("builtins", "__builtin__") else f"{module}.{name}"
+    return name if module == "builtins" else f"{module}.{name}"
 
 
-class Module:
+class Module(StateDictMixin):
     """Base class for all neural network modules; subclasses define ``forward``."""
 
     dump_patches: bool = False
-    _version: int = 1
     training: bool
+    _parameters: dict[str, Parameter | None]
+    _buffers: dict[str, Tensor | None]
+    _non_persistent_buffers_set: set[str]
+    _modules: dict[str, Module | None]
+    _is_full_backward_hook: bool | None
+    _forward_hooks: OrderedDict[int, Callable[..., Any]]
+    _forward_pre_hooks: OrderedDict[int, Callable[..., Any]]
+    _backward_hooks: OrderedDict[int, Callable[..., Any]]
+    _backward_pre_hooks: OrderedDict[int, Callable[..., Any]]
     call_super_init: bool = False
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -141,7 +107,9 @@ class Module:
         object.__setattr__(self, "_modules", {})
 
     def forward(self, *input: Any) -> Any:  # noqa: A002
-        raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
+        raise NotImplementedError(
+            f'Module [{type(self).__name__}] is missing the required "forward" function'
+        )
 
     # --- registration -----------------------------------------------------------------------
 
@@ -159,7 +127,8 @@ class Module:
             raise KeyError(f"attribute '{name}' already exists")
         if tensor is not None and not isinstance(tensor, Tensor):
             raise TypeError(
-                f"cannot assign '{_typename(tensor)}' object to buffer '{name}' (engine Tensor or None required)"
+                f"cannot assign '{_typename(tensor)}' object to buffer '{name}' (engine Tensor or None "
+                "required)"
             )
         self._buffers[name] = tensor
         if persistent:
@@ -270,7 +239,8 @@ class Module:
         if params is not None and name in params:
             if value is not None:
                 raise TypeError(
-                    f"cannot assign '{_typename(value)}' as parameter '{name}' (engine.nn.Parameter or None expected)"
+                    f"cannot assign '{_typename(value)}' as parameter '{name}' (engine.nn.Parameter or "
+                    "None expected)"
                 )
             self.register_parameter(name, value)
             return
@@ -284,7 +254,8 @@ class Module:
         if modules is not None and name in modules:
             if value is not None:
                 raise TypeError(
-                    f"cannot assign '{_typename(value)}' as child module '{name}' (engine.nn.Module or None expected)"
+                    f"cannot assign '{_typename(value)}' as child module '{name}' (engine.nn.Module or "
+                    "None expected)"
                 )
             modules[name] = value
             return
@@ -331,13 +302,21 @@ class Module:
         return handle
 
     def register_forward_hook(
-        self, hook: Callable[..., Any], *, prepend: bool = False, with_kwargs: bool = False,
+        self,
+        hook: Callable[..., Any],
+        *,
+        prepend: bool = False,
+        with_kwargs: bool = False,
         always_call: bool = False,
     ) -> RemovableHandle:
         """``hook(module, args, output)`` runs after ``forward``; it may return a new output.
         With ``always_call=True`` it also runs when ``forward`` raises."""
         handle = _add_hook(
-            self._forward_hooks, hook, prepend, self._forward_hooks_with_kwargs, self._forward_hooks_always_called
+            self._forward_hooks,
+            hook,
+            prepend,
+            self._forward_hooks_with_kwargs,
+            self._forward_hooks_always_called,
         )
         if with_kwargs:
             self._forward_hooks_with_kwargs[handle.id] = True
@@ -345,7 +324,9 @@ class Module:
             self._forward_hooks_always_called[handle.id] = True
         return handle
 
-    def register_full_backward_pre_hook(self, hook: Callable[..., Any], prepend: bool = False) -> RemovableHandle:
+    def register_full_backward_pre_hook(
+        self, hook: Callable[..., Any], prepend: bool = False
+    ) -> RemovableHandle:
         """``hook(module, grad_output)`` runs when the gradients of the module's outputs are
         known; it may return new ones."""
         return _add_hook(self._backward_pre_hooks, hook, prepend)
@@ -353,18 +334,19 @@ class Module:
     def register_full_backward_hook(self, hook: Callable[..., Any], prepend: bool = False) -> RemovableHandle:
         """``hook(module, grad_input, grad_output)`` runs when the gradients of the module's
         inputs are known; it may return new ``grad_input``."""
-        if self._is_full_backward_hook is False:
-            raise RuntimeError(
-                "Cannot use both regular backward hooks and full backward hooks on a single Module. Please use "
-                "only one of them."
-            )
+        # (The deprecated non-full register_backward_hook, which this flag guards against in
+        # PyTorch, is not implemented.)
         self._is_full_backward_hook = True
         return _add_hook(self._backward_hooks, hook, prepend)
 
     def _call_impl(self, *args: Any, **kwargs: Any) -> Any:
         if not (
-            self._backward_hooks or self._backward_pre_hooks or self._forward_hooks or self._forward_pre_hooks
-            or _global_forward_hooks or _global_forward_pre_hooks
+            self._backward_hooks
+            or self._backward_pre_hooks
+            or self._forward_hooks
+            or self._forward_pre_hooks
+            or _global_forward_hooks
+            or _global_forward_pre_hooks
         ):
             return self.forward(*args, **kwargs)
         result: Any = None
@@ -376,7 +358,8 @@ class Module:
                     if out is not None:
                         if not (isinstance(out, tuple) and len(out) == 2):
                             raise RuntimeError(
-                                f"forward pre-hook must return None or a tuple of (new_args, new_kwargs), but got {out}."
+                                "forward pre-hook must return None or a tuple of (new_args, new_kwargs), "
+                                f"but got {out}."
                             )
                         args, kwargs = out
                 else:
@@ -387,11 +370,16 @@ class Module:
             if self._backward_hooks or self._backward_pre_hooks:
                 from engine.nn.modules._functions import BackwardHook
 
-                bw_hook = BackwardHook(self, list(self._backward_hooks.values()), list(self._backward_pre_hooks.values()))
+                bw_hook = BackwardHook(
+                    self, list(self._backward_hooks.values()), list(self._backward_pre_hooks.values())
+                )
                 args = bw_hook.setup_input_hook(args)
             result = self.forward(*args, **kwargs)
             for hook_id, hook in (*_global_forward_hooks.items(), *self._forward_hooks.items()):
-                if hook_id in self._forward_hooks_always_called or hook_id in _global_forward_hooks_always_called:
+                if (
+                    hook_id in self._forward_hooks_always_called
+                    or hook_id in _global_forward_hooks_always_called
+                ):
                     called_always.add(hook_id)
                 if hook_id in self._forward_hooks_with_kwargs or hook_id in _global_forward_hooks_with_kwargs:
                     out = hook(self, args, kwargs, result)
@@ -402,8 +390,8 @@ class Module:
             if bw_hook is not None:
                 if not isinstance(result, (Tensor, tuple)):
                     warnings.warn(
-                        "For backward hooks to be called, module output should be a Tensor or a tuple of Tensors "
-                        f"but received {type(result)}",
+                        "For backward hooks to be called, module output should be a Tensor or a tuple of "
+                        f"Tensors but received {type(result)}",
                         stacklevel=2,
                     )
                 result = bw_hook.setup_output_hook(result)
@@ -411,7 +399,10 @@ class Module:
         except Exception:
             # always_call hooks still see the (partial) result when forward raised.
             for hook_id, hook in (*_global_forward_hooks.items(), *self._forward_hooks.items()):
-                always = hook_id in self._forward_hooks_always_called or hook_id in _global_forward_hooks_always_called
+                always = (
+                    hook_id in self._forward_hooks_always_called
+                    or hook_id in _global_forward_hooks_always_called
+                )
                 if not always or hook_id in called_always:
                     continue
                 try:
@@ -423,8 +414,8 @@ class Module:
                         result = out
                 except Exception as e:  # noqa: BLE001 - PyTorch warns and re-raises the first error
                     warnings.warn(
-                        "module forward hook with ``always_call=True`` raised an exception that was silenced as "
-                        f"another error was raised in forward: {e!s}",
+                        "module forward hook with ``always_call=True`` raised an exception that was "
+                        f"silenced as another error was raised in forward: {e!s}",
                         stacklevel=2,
                     )
             raise
@@ -434,11 +425,18 @@ class Module:
     # --- walking the tree -------------------------------------------------------------------
 
     def _named_members(
-        self, get_members: Callable[[Module], Any], prefix: str = "", recurse: bool = True,
+        self,
+        get_members: Callable[[Module], Any],
+        prefix: str = "",
+        recurse: bool = True,
         remove_duplicate: bool = True,
     ) -> Iterator[tuple[str, Any]]:
         memo: set[Any] = set()
-        modules = self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate) if recurse else [(prefix, self)]
+        modules = (
+            self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate)
+            if recurse
+            else [(prefix, self)]
+        )
         for module_prefix, module in modules:
             for k, v in get_members(module):
                 if v is None or v in memo:
@@ -568,122 +566,6 @@ class Module:
 
     def cpu(self) -> Module:
         return self
-
-    # --- state dict ---------------------------------------------------------------------------
-
-    def _save_to_state_dict(self, destination: dict[str, Any], prefix: str, keep_vars: bool) -> None:
-        for name, param in self._parameters.items():
-            if param is not None:
-                destination[prefix + name] = param if keep_vars else param.detach()
-        for name, buf in self._buffers.items():
-            if buf is not None and name not in self._non_persistent_buffers_set:
-                destination[prefix + name] = buf if keep_vars else buf.detach()
-
-    def state_dict(
-        self, *, destination: dict[str, Any] | None = None, prefix: str = "", keep_vars: bool = False
-    ) -> dict[str, Any]:
-        """Every parameter and persistent buffer by dotted name, detached unless ``keep_vars``."""
-        if destination is None:
-            destination = OrderedDict()
-            destination._metadata = OrderedDict()  # type: ignore[attr-defined]
-        local_metadata = {"version": self._version}
-        if hasattr(destination, "_metadata"):
-            destination._metadata[prefix[:-1]] = local_metadata
-        self._save_to_state_dict(destination, prefix, keep_vars)
-        for name, module in self._modules.items():
-            if module is not None:
-                module.state_dict(destination=destination, prefix=prefix + name + ".", keep_vars=keep_vars)
-        return destination
-
-    def _load_from_state_dict(
-        self, state_dict: Mapping[str, Any], prefix: str, local_metadata: dict[str, Any], strict: bool,
-        missing_keys: list[str], unexpected_keys: list[str], error_msgs: list[str],
-    ) -> None:
-        persistent = {k: v for k, v in self._buffers.items() if k not in self._non_persistent_buffers_set}
-        local_state = {k: v for k, v in itertools.chain(self._parameters.items(), persistent.items()) if v is not None}
-        assign = local_metadata.get("assign_to_params_buffers", False)
-        for name, param in local_state.items():
-            key = prefix + name
-            if key not in state_dict:
-                if strict:
-                    missing_keys.append(key)
-                continue
-            input_param = state_dict[key]
-            if not isinstance(input_param, Tensor):
-                error_msgs.append(
-                    f'While copying the parameter named "{key}", expected engine.Tensor or Tensor-like object '
-                    f"from checkpoint but received {type(input_param)}"
-                )
-                continue
-            if len(param.shape) == 0 and len(input_param.shape) == 1:
-                input_param = input_param[0]
-            if input_param.shape != param.shape:
-                error_msgs.append(
-                    f"size mismatch for {key}: copying a param with shape {input_param.shape} from checkpoint, "
-                    f"the shape in current model is {param.shape}."
-                )
-                continue
-            try:
-                with no_grad():
-                    if assign:
-                        if isinstance(param, Parameter) and not isinstance(input_param, Parameter):
-                            input_param = Parameter(input_param, requires_grad=param.requires_grad)
-                        setattr(self, name, input_param)
-                    else:
-                        param.copy_(input_param)
-            except Exception as ex:  # noqa: BLE001 - collected and reported like PyTorch
-                error_msgs.append(
-                    f'While copying the parameter named "{key}", whose dimensions in the model are {param.size()} '
-                    f"and whose dimensions in the checkpoint are {input_param.size()}, an exception occurred : "
-                    f"{ex.args}."
-                )
-        if strict:
-            for key in state_dict:
-                if key.startswith(prefix):
-                    input_name = key[len(prefix) :].split(".", 1)
-                    if len(input_name) > 1:
-                        if input_name[0] not in self._modules:
-                            unexpected_keys.append(key)
-                    elif input_name[0] not in local_state:
-                        unexpected_keys.append(key)
-
-    def load_state_dict(self, state_dict: Mapping[str, Any], strict: bool = True, assign: bool = False) -> Any:
-        """Copy ``state_dict``'s tensors into the parameters and buffers (in place, under
-        no_grad). Returns ``(missing_keys, unexpected_keys)``; with ``strict`` either raises."""
-        if not isinstance(state_dict, Mapping):
-            raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
-        missing_keys: list[str] = []
-        unexpected_keys: list[str] = []
-        error_msgs: list[str] = []
-        metadata = getattr(state_dict, "_metadata", None)
-
-        def load(module: Module, local_state_dict: Mapping[str, Any], prefix: str = "") -> None:
-            local_metadata = {} if metadata is None else dict(metadata.get(prefix[:-1], {}))
-            if assign:
-                local_metadata["assign_to_params_buffers"] = assign
-            module._load_from_state_dict(
-                local_state_dict, prefix, local_metadata, True, missing_keys, unexpected_keys, error_msgs
-            )
-            for name, child in module._modules.items():
-                if child is not None:
-                    child_prefix = prefix + name + "."
-                    load(child, {k: v for k, v in local_state_dict.items() if k.startswith(child_prefix)}, child_prefix)
-
-        load(self, OrderedDict(state_dict))
-        if strict:
-            if unexpected_keys:
-                error_msgs.insert(
-                    0, "Unexpected key(s) in state_dict: {}. ".format(", ".join(f'"{k}"' for k in unexpected_keys))
-                )
-            if missing_keys:
-                error_msgs.insert(
-                    0, "Missing key(s) in state_dict: {}. ".format(", ".join(f'"{k}"' for k in missing_keys))
-                )
-        if error_msgs:
-            raise RuntimeError(
-                "Error(s) in loading state_dict for {}:\n\t{}".format(self.__class__.__name__, "\n\t".join(error_msgs))
-            )
-        return _IncompatibleKeys(missing_keys, unexpected_keys)
 
     # --- repr ---------------------------------------------------------------------------------
 

@@ -1,0 +1,5 @@
+"""``engine.nn.utils``: helpers used around a training step."""
+
+from engine.nn.utils.clip_grad import clip_grad_norm_, clip_grad_value_
+
+__all__ = ["clip_grad_norm_", "clip_grad_value_"]

@@ -1,0 +1,606 @@
+"""Linear algebra: mm, bmm, mv, dot, addmm, baddbmm, the composites matmul and outer, and norms.
+
+``matmul`` is not an op of its own in PyTorch (``CompositeImplicitAutograd``): it reshapes its
+arguments and calls ``dot``, ``mv``, ``mm`` or ``bmm``, so the graph of ``a @ b`` holds those
+ops' nodes (``MmBackward0`` under ``UnsafeViewBackward0`` for a batch times a matrix). The engine
+follows at::native::matmul step by step, so the same nodes appear and save the same tensors.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from engine import _dtype
+from engine._C import _tls
+from engine._tensor import Tensor, _wrap_dim
+from engine.ops._dispatch import _scalar_type_name, composite, op
+from engine.ops._samples import SampleInput, T
+from engine.ops.reduction import _dims, _unsqueeze_multiple
+from engine.ops.shape import _unsafe_view
+
+Array = np.ndarray
+
+# How c10 prints a dtype's C++ type (``mm``'s dtype error).
+_CPP_TYPE_NAMES = {
+    "float64": "double",
+    "float32": "float",
+    "float16": "c10::Half",
+    "int64": "long int",
+    "int32": "int",
+    "uint8": "unsigned char",
+    "bool": "bool",
+    "complex64": "c10::complex<float>",
+    "complex128": "c10::complex<double>",
+}
+
+
+def _name(a: Array) -> str:
+    return _scalar_type_name(_dtype.from_numpy(a.dtype))
+
+
+def _check_expandable(a: Array, sizes: Sequence[int]) -> None:
+    """``expand_size(self, sizes)``: the added input of ``addmm``/``baddbmm`` must broadcast."""
+    if a.ndim > len(sizes):
+        raise RuntimeError(
+            f"expand: the number of sizes provided ({len(sizes)}) must be greater or equal to the number "
+            f"of dimensions in the tensor ({a.ndim})"
+        )
+    lead = len(sizes) - a.ndim
+    for i, s in enumerate(a.shape):
+        if s != 1 and s != sizes[lead + i]:
+            raise RuntimeError(
+                f"The expanded size of the tensor ({sizes[lead + i]}) must match the existing size ({s}) at "
+                f"non-singleton dimension {lead + i}.  Target sizes: {list(sizes)}.  Tensor sizes: "
+                f"{list(a.shape)}"
+            )
+
+
+def _maybe_multiply(t: Tensor, s: float) -> Tensor:
+    return t if s == 1 else t * s
+
+
+# --- mm, addmm ------------------------------------------------------------------------------------
+
+
+def _mm_mat1_backward(
+    grad: Tensor, mat2: Tensor, sizes: Sequence[int], strides: Sequence[int], alpha: float
+) -> Tensor:
+    if strides[0] == 1 and strides[1] == sizes[0]:
+        # A column-major mat1 gets a column-major gradient.
+        return _maybe_multiply(mat2.conj().mm(grad.t()).t(), alpha)
+    return _maybe_multiply(grad.mm(mat2.t().conj()), alpha)
+
+
+def _mm_mat2_backward(
+    grad: Tensor, mat1: Tensor, sizes: Sequence[int], strides: Sequence[int], alpha: float
+) -> Tensor:
+    if strides[0] == 1 and strides[1] == sizes[0]:
+        return _maybe_multiply(grad.t().mm(mat1.conj()).t(), alpha)
+    return _maybe_multiply(mat1.t().conj().mm(grad), alpha)
+
+
+def _mm_samples() -> list[SampleInput]:
+    return [
+        SampleInput((T.of(2, 3), T.of(3, 4))),
+        SampleInput((T.of(2, 3), T.of(3, 4, grad=False)), note="self only"),
+        SampleInput((T.of(2, 3, grad=False), T.of(3, 4)), note="mat2 only"),
+        SampleInput((T.of(2, 3), T.of(4, 5)), note="shape mismatch"),
+        SampleInput((T.of(3), T.of(3, 4)), note="vector"),
+        SampleInput((T.of(2, 3), T((3, 4), dtype="float32")), note="dtype mismatch"),
+    ]
+
+
+@op(
+    derivatives={
+        "self": lambda grad, mat2, self_sym_sizes, self_sym_strides: _mm_mat1_backward(
+            grad, mat2, self_sym_sizes, self_sym_strides, 1
+        ),
+        "mat2": lambda grad, self, mat2_sym_sizes, mat2_sym_strides: _mm_mat2_backward(
+            grad, self, mat2_sym_sizes, mat2_sym_strides, 1
+        ),
+    },
+    dtypes="keep",
+    samples=_mm_samples,
+)
+def mm(self: Tensor, mat2: Tensor) -> Array:
+    if self.ndim != 2:
+        raise RuntimeError("self must be a matrix")
+    if mat2.ndim != 2:
+        raise RuntimeError("mat2 must be a matrix")
+    if self.shape[1] != mat2.shape[0]:
+        raise RuntimeError(
+            f"mat1 and mat2 shapes cannot be multiplied ({self.shape[0]}x{self.shape[1]} and "
+            f"{mat2.shape[0]}x{mat2.shape[1]})"
+        )
+    if self.dtype != mat2.dtype:
+        raise RuntimeError(
+            "expected m1 and m2 to have the same dtype, but got: "
+            f"{_CPP_TYPE_NAMES[self.dtype.name]} != {_CPP_TYPE_NAMES[mat2.dtype.name]}"
+        )
+    return np.matmul(self, mat2)
+
+
+def _check_addmm(self: Array, mat1: Array, mat2: Array) -> None:
+    for name, m in (("mat1", mat1), ("mat2", mat2)):
+        if m.ndim != 2:
+            raise RuntimeError(f"{name} must be a matrix, got {m.ndim}-D tensor")
+    if mat1.shape[1] != mat2.shape[0]:
+        raise RuntimeError(
+            f"mat1 and mat2 shapes cannot be multiplied ({mat1.shape[0]}x{mat1.shape[1]} and "
+            f"{mat2.shape[0]}x{mat2.shape[1]})"
+        )
+    for name, m in (("self", self), ("mat1", mat1)):
+        if m.dtype != mat2.dtype:
+            raise RuntimeError(
+                f"{name} and mat2 must have the same dtype, but got {_name(m)} and {_name(mat2)}"
+            )
+    _check_expandable(self, (mat1.shape[0], mat2.shape[1]))
+
+
+def _add_scaled(self: Array, product: Array, beta: float, alpha: float) -> Array:
+    out = product if alpha == 1 else alpha * product
+    if beta == 0:  # self is ignored, NaNs included (BLAS's beta == 0 convention)
+        return np.ascontiguousarray(np.broadcast_to(out, product.shape))
+    return (self if beta == 1 else beta * self) + out
+
+
+@op(
+    derivatives={
+        "self": lambda grad, beta: _maybe_multiply(grad, beta),
+        "mat1": lambda grad, mat2, mat1_sym_sizes, mat1_sym_strides, alpha: _mm_mat1_backward(
+            grad, mat2, mat1_sym_sizes, mat1_sym_strides, alpha
+        ),
+        "mat2": lambda grad, mat1, mat2_sym_sizes, mat2_sym_strides, alpha: _mm_mat2_backward(
+            grad, mat1, mat2_sym_sizes, mat2_sym_strides, alpha
+        ),
+    },
+    dtypes="keep",
+    samples=lambda: [
+        SampleInput((T.of(4), T.of(2, 3), T.of(3, 4))),
+        SampleInput((T.of(2, 4), T.of(2, 3), T.of(3, 4)), {"beta": 0.5, "alpha": 2.0}),
+        SampleInput((T.of(1, 4), T.of(2, 3), T.of(3, 4, grad=False)), {"beta": 0}),
+        SampleInput((T.of(3), T.of(2, 3), T.of(3, 2)), note="bad bias"),
+        SampleInput((T.of(4), T.of(3), T.of(3, 4)), note="vector"),
+    ],
+)
+def addmm(self: Tensor, mat1: Tensor, mat2: Tensor, *, beta: float = 1, alpha: float = 1) -> Array:
+    _check_addmm(self, mat1, mat2)
+    return _add_scaled(self, np.matmul(mat1, mat2), beta, alpha)
+
+
+# --- bmm, baddbmm ---------------------------------------------------------------------------------
+
+
+def _check_bmm(batch1: Array, batch2: Array) -> None:
+    for name, b in (("batch1", batch1), ("batch2", batch2)):
+        if b.ndim != 3:
+            raise RuntimeError(f"{name} must be a 3D tensor")
+    expected = [batch1.shape[0], batch1.shape[2]]
+    if [batch2.shape[0], batch2.shape[1]] != expected:
+        raise RuntimeError(
+            f"Expected size for first two dimensions of batch2 tensor to be: {expected} but got: "
+            f"{[batch2.shape[0], batch2.shape[1]]}."
+        )
+    if batch1.dtype != batch2.dtype:
+        raise RuntimeError(f"expected scalar type {_name(batch1)} but found {_name(batch2)}")
+
+
+@op(
+    derivatives={
+        "self": lambda grad, mat2: grad.bmm(mat2.transpose(1, 2).conj()),
+        "mat2": lambda grad, self: self.transpose(1, 2).conj().bmm(grad),
+    },
+    dtypes="keep",
+    samples=lambda: [
+        SampleInput((T.of(2, 3, 4), T.of(2, 4, 5))),
+        SampleInput((T.of(2, 3, 4), T.of(2, 4, 5, grad=False)), note="self only"),
+        SampleInput((T.of(2, 3, 4), T.of(2, 5, 5)), note="shape mismatch"),
+        SampleInput((T.of(3, 4), T.of(4, 5)), note="matrices"),
+    ],
+)
+def bmm(self: Tensor, mat2: Tensor) -> Array:
+    _check_bmm(self, mat2)
+    return np.matmul(self, mat2)
+
+
+@op(
+    derivatives={
+        "self": lambda grad, beta: _maybe_multiply(grad, beta),
+        "batch1": lambda grad, batch2, alpha: _maybe_multiply(grad.bmm(batch2.transpose(1, 2).conj()), alpha),
+        "batch2": lambda grad, batch1, alpha: _maybe_multiply(batch1.transpose(1, 2).conj().bmm(grad), alpha),
+    },
+    dtypes="keep",
+    samples=lambda: [
+        SampleInput((T.of(2, 3, 5), T.of(2, 3, 4), T.of(2, 4, 5))),
+        SampleInput((T.of(5), T.of(2, 3, 4), T.of(2, 4, 5)), {"beta": 0.5, "alpha": -1.5}),
+        SampleInput((T.of(2, 3, 6), T.of(2, 3, 4), T.of(2, 4, 5)), note="bad self"),
+    ],
+)
+def baddbmm(self: Tensor, batch1: Tensor, batch2: Tensor, *, beta: float = 1, alpha: float = 1) -> Array:
+    _check_bmm(batch1, batch2)
+    _check_expandable(self, (batch1.shape[0], batch1.shape[1], batch2.shape[2]))
+    return _add_scaled(self, np.matmul(batch1, batch2), beta, alpha)
+
+
+# --- mv, dot, outer -------------------------------------------------------------------------------
+
+
+@op(
+    derivatives={
+        "self": lambda grad, vec: outer(grad, vec.conj()),  # PyTorch: grad.ger(vec.conj())
+        "vec": lambda grad, self: self.conj().t().mv(grad),
+    },
+    dtypes="keep",
+    samples=lambda: [
+        SampleInput((T.of(2, 3), T.of(3))),
+        SampleInput((T.of(2, 3, grad=False), T.of(3)), note="vec only"),
+        SampleInput((T.of(2, 3), T.of(2)), note="size mismatch"),
+        SampleInput((T.of(2, 3), T.of(3, 1)), note="matrix"),
+    ],
+)
+def mv(self: Tensor, vec: Tensor) -> Array:
+    if self.ndim != 2 or vec.ndim != 1:
+        raise RuntimeError(f"vector + matrix @ vector expected, got 1, {self.ndim}, {vec.ndim}")
+    if self.shape[1] != vec.shape[0]:
+        raise RuntimeError(
+            f"size mismatch, got input ({self.shape[0]}), mat ({self.shape[0]}x{self.shape[1]}), "
+            f"vec ({vec.shape[0]})"
+        )
+    if self.dtype != vec.dtype:
+        raise RuntimeError(f"expected scalar type {_name(self)} but found {_name(vec)}")
+    return np.matmul(self, vec)
+
+
+@op(
+    derivatives={
+        "self": lambda grad, tensor: grad * tensor.conj(),
+        "tensor": lambda grad, self: grad * self.conj(),
+    },
+    dtypes="keep",
+    samples=lambda: [
+        SampleInput((T.of(3), T.of(3))),
+        SampleInput((T.of(3), T.of(3, grad=False)), note="self only"),
+        SampleInput((T.of(3), T.of(4)), note="size mismatch"),
+        SampleInput((T.of(2, 3), T.of(3)), note="matrix"),
+        SampleInput((T.of(3), T((3,), dtype="float32")), note="dtype mismatch"),
+    ],
+)
+def dot(self: Tensor, tensor: Tensor) -> Array:
+    if self.ndim != 1 or tensor.ndim != 1:
+        raise RuntimeError(f"1D tensors expected, but got {self.ndim}D and {tensor.ndim}D tensors")
+    if self.dtype != tensor.dtype:
+        raise RuntimeError(
+            f"dot : expected both vectors to have same dtype, but found {_name(self)} and {_name(tensor)}"
+        )
+    if self.shape[0] != tensor.shape[0]:
+        raise RuntimeError(
+            f"inconsistent tensor size, expected tensor [{self.shape[0]}] and src [{tensor.shape[0]}] to "
+            f"have the same number of elements, but got {self.shape[0]} and {tensor.shape[0]} elements "
+            "respectively"
+        )
+    return np.asarray(np.dot(self, tensor))
+
+
+@composite(
+    samples=lambda: [
+        SampleInput((T.of(3), T.of(4))),
+        SampleInput((T.of(3, grad=False), T.of(4))),
+        SampleInput((T.of(2, 3), T.of(4)), note="matrix"),
+    ]
+)
+def outer(self: Tensor, vec2: Tensor) -> Tensor:
+    """``self.reshape(n, 1) * vec2``: the graph of an outer product is a ``MulBackward0``."""
+    for name, t in (("self", self), ("vec2", vec2)):
+        if t.ndim != 1:
+            raise RuntimeError(f"outer: Expected 1-D argument {name}, but got {t.ndim}-D")
+    return self.reshape(self.shape[0], 1) * vec2
+
+
+# --- matmul ---------------------------------------------------------------------------------------
+
+
+@op(
+    derivatives={
+        "self": lambda grad, dim, self_sym_sizes: (
+            grad.unsqueeze(dim) if self_sym_sizes[_wrap_dim(dim, len(self_sym_sizes))] == 1 else grad
+        )
+    },
+    name="squeeze_.dim",
+    node="SqueezeBackward4",
+    dtypes="keep",
+    inplace=True,
+    method=False,
+    function=False,
+)
+def squeeze__dim(self: Tensor, dim: int) -> Array:
+    """In place, metadata only: the array object itself loses the dimension."""
+    d = _wrap_dim(dim, self.ndim)
+    if self.ndim and self.shape[d] == 1:
+        self.shape = self.shape[:d] + self.shape[d + 1 :]
+    return self
+
+
+def _should_fold(tensor1: Tensor, tensor2: Tensor) -> bool:
+    """Whether ``matmul`` can fold the batch of the larger operand into mm/mv rows (no bmm)."""
+    tensor1_larger = tensor1.ndim >= tensor2.ndim
+    t1 = tensor1 if tensor1_larger else tensor2.mT
+    dim_t2 = tensor2.ndim if tensor1_larger else tensor1.ndim
+    if not (t1.ndim >= 3 and dim_t2 <= 2):
+        return False
+    # Folding copies t1 when needed, but spares the backward of a (small) t2 that requires grad a
+    # large expanded gradient.
+    if (tensor2 if tensor1_larger else tensor1).requires_grad:
+        return True
+    # A 2-D tensor1 would need its result transposed and copied.
+    if tensor1.ndim == 2:
+        return False
+    if t1.numel() == 0:
+        return True
+    # Fold only if the leading dims can be viewed as one (t1.view(-1, t1.size(-1)) without a copy).
+    sizes, strides = t1.shape, t1.stride()
+    return all(strides[i] == strides[i + 1] * sizes[i + 1] for i in range(t1.ndim - 2))
+
+
+def _broadcast_batch(a: Sequence[int], b: Sequence[int]) -> list[int]:
+    out: list[int] = []
+    for i in range(max(len(a), len(b))):
+        x = a[len(a) - 1 - i] if i < len(a) else 1
+        y = b[len(b) - 1 - i] if i < len(b) else 1
+        if x != y and x != 1 and y != 1:
+            raise RuntimeError(
+                f"The size of tensor a ({x}) must match the size of tensor b ({y}) at non-singleton "
+                f"dimension {max(len(a), len(b)) - 1 - i}"
+            )
+        out.insert(0, y if x == 1 else x)
+    return out
+
+
+def _matmul_samples() -> list[SampleInput]:
+    return [
+        SampleInput((T.of(3), T.of(3)), note="1d 1d"),
+        SampleInput((T.of(2, 3), T.of(3)), note="2d 1d"),
+        SampleInput((T.of(3), T.of(3, 4)), note="1d 2d"),
+        SampleInput((T.of(2, 3), T.of(3, 4)), note="2d 2d"),
+        SampleInput((T.of(2, 5, 3), T.of(3, 4)), note="3d 2d"),
+        SampleInput((T.of(2, 5, 3), T.of(3, 4, grad=False)), note="3d 2d const"),
+        SampleInput((T.of(2, 5, 3), T.of(3)), note="3d 1d"),
+        SampleInput((T.of(3), T.of(2, 3, 4)), note="1d 3d"),
+        SampleInput((T.of(3, grad=False), T.of(2, 3, 4)), note="1d const 3d"),
+        SampleInput((T.of(5, 3), T.of(2, 3, 4)), note="2d 3d"),
+        SampleInput((T.of(5, 3, grad=False), T.of(2, 3, 4)), note="2d const 3d"),
+        SampleInput((T.of(2, 5, 3), T.of(2, 3, 4)), note="3d 3d"),
+        SampleInput((T.of(2, 1, 5, 3), T.of(3, 3, 4)), note="4d 3d broadcast"),
+        SampleInput((T.of(2, 2, 5, 3), T.of(3)), note="4d 1d"),
+        SampleInput((T.of(1, 5, 3), T.of(4, 3, 2)), note="3d batch-1 3d"),
+        SampleInput((T.of(4, 5, 3, grad=False), T.of(1, 3, 2)), note="3d 3d batch-1"),
+        SampleInput((T.of(2, 3), T.of(4, 5)), note="mismatch"),
+        SampleInput((T.of(2, 3), T.of()), note="0d"),
+        SampleInput((T.of(2, 3, 4), T.of(3, 5, 6)), note="batch mismatch"),
+    ]
+
+
+@composite(samples=_matmul_samples)
+def matmul(self: Tensor, other: Tensor) -> Tensor:
+    """``self @ other``, decomposed as at::native::matmul does it."""
+    tensor1, tensor2 = self, other
+    dim1, dim2 = tensor1.ndim, tensor2.ndim
+    if dim1 == 0 or dim2 == 0:
+        raise RuntimeError(
+            f"both arguments to matmul need to be at least 1D, but they are {dim1}D and {dim2}D"
+        )
+    if dim1 == 1 and dim2 == 1:
+        return dot(tensor1, tensor2)
+    if dim1 == 2 and dim2 == 1:
+        return mv(tensor1, tensor2)
+    if dim1 == 1 and dim2 == 2:
+        return squeeze__dim(mm(tensor1.unsqueeze(0), tensor2), 0)
+    if dim1 == 2 and dim2 == 2:
+        return mm(tensor1, tensor2)
+    if _should_fold(tensor1, tensor2):
+        # One mm/mv on the larger operand with its batch dims folded into the rows; a larger
+        # tensor2 is handled as (tensor2.mT @ tensor1.mT).mT.
+        transpose = dim2 > dim1
+        t1 = tensor2.mT if transpose else tensor1
+        t2 = (tensor1.t() if dim1 == 2 else tensor1) if transpose else tensor2
+        output_shape = list(t1.shape[:-1])
+        folded_dim1 = math.prod(output_shape)
+        if t2.ndim == 2:
+            output_shape.append(t2.shape[1])
+        t1_folded = t1.reshape(folded_dim1, t1.shape[-1])
+        if t2.ndim == 2:
+            output = _unsafe_view(t1_folded.mm(t2), output_shape)
+            return output.mT.contiguous() if transpose else output
+        return _unsafe_view(t1_folded.mv(t2), output_shape)
+    if dim1 == 3 and dim2 == 3 and tensor1.shape[0] != tensor2.shape[0]:
+        # A batch of one that would be broadcast is squeezed so that the folding path applies
+        # (same reason as in _should_fold). PyTorch also does it for "tensor subclass-like"
+        # inputs, which includes any tensor while a dispatch mode is active.
+        subclass_like = bool(_tls.dispatch_modes)
+        if tensor1.shape[0] == 1 and (tensor1.requires_grad or subclass_like):
+            return matmul(tensor1.squeeze(0), tensor2)
+        if tensor2.shape[0] == 1 and (tensor2.requires_grad or subclass_like):
+            return matmul(tensor1, tensor2.squeeze(0))
+    # Broadcast the batch dims, flatten them into one and call bmm.
+    n = tensor1.shape[-2] if dim1 > 1 else 1
+    m1 = tensor1.shape[-1]
+    m2 = tensor2.shape[-2] if dim2 > 1 else tensor2.shape[0]
+    p = tensor2.shape[-1] if dim2 > 1 else 1
+    output_shape = _broadcast_batch(tensor1.shape[: max(dim1 - 2, 0)], tensor2.shape[: max(dim2 - 2, 0)])
+    batch = math.prod(output_shape)
+    tensor1_expanded = tensor1.expand([*output_shape, n, m1]).reshape(batch, n, m1)
+    vector_rhs = dim2 == 1
+    if vector_rhs:
+        tensor2_expanded = tensor2.expand([*output_shape, m2]).reshape(batch, m2).unsqueeze(2)
+    else:
+        tensor2_expanded = tensor2.expand([*output_shape, m2, p]).reshape(batch, m2, p)
+    if dim1 > 1:
+        output_shape.append(n)
+    if dim2 > 1:
+        output_shape.append(p)
+    result = tensor1_expanded.bmm(tensor2_expanded)
+    return _unsafe_view(result.squeeze(-1) if vector_rhs else result, output_shape)
+
+
+# --- norms ----------------------------------------------------------------------------------------
+
+
+def _norm_backward(
+    grad: Tensor, self: Tensor, p: float | None, norm: Tensor, dim: Sequence[int] | None, keepdim: bool
+) -> Tensor | None:
+    p = 2.0 if p is None else float(p)
+    dims = [] if dim is None else [dim] if isinstance(dim, int) else list(dim)
+    if not keepdim and self.ndim != 0 and dims:
+        grad = _unsqueeze_multiple(grad, dims, self.ndim)
+        norm = _unsqueeze_multiple(norm, dims, self.ndim)
+    if p == 0.0:
+        return None
+    if p == 1.0:
+        return self.sgn() * grad
+    if p == 2.0:
+        # PyTorch: grad * (self / norm).masked_fill_(norm == 0, 0)
+        return grad * (self / norm).where(norm != 0, 0.0)
+    if math.isinf(p):
+        # Derivative of amax(abs(self)) that respects NaNs: the gradient is shared by the maxima.
+        self_abs = self.abs()
+        mask = self_abs.eq(norm).logical_or(self_abs.isnan())
+        return self.sgn() * ((grad / mask.sum(dims, True)) * mask)
+    if p < 1.0:
+        self_scaled = self.sgn() * self.abs().pow(p - 1).where(self != 0, 0.0)
+        return self_scaled * grad * norm.pow(1 - p)
+    self_scaled = self.sgn() * self.abs().pow(p - 1) if p < 2.0 else self * self.abs().pow(p - 2)
+    scale_v = (grad / norm.pow(p - 1)).where(norm != 0, 0.0)
+    return self_scaled * scale_v
+
+
+def _vector_norm(name: str, a: Array, ord: float, dim: Sequence[int] | None, keepdim: bool) -> Array:  # noqa: A002
+    if not (np.issubdtype(a.dtype, np.floating) or np.issubdtype(a.dtype, np.complexfloating)):
+        raise RuntimeError(f"{name}: Expected a floating point or complex tensor as input. Got {_name(a)}")
+    dims = _dims(dim, a.ndim)
+    x = np.abs(a)
+    if ord == math.inf:
+        out = np.max(x, axis=dims, keepdims=keepdim)
+    elif ord == -math.inf:
+        out = np.min(x, axis=dims, keepdims=keepdim)
+    elif ord == 0:
+        out = np.sum(x != 0, axis=dims, keepdims=keepdim).astype(x.dtype)
+    elif ord == 1:
+        out = np.sum(x, axis=dims, keepdims=keepdim)
+    elif ord == 2:
+        out = np.sqrt(np.sum(x * x, axis=dims, keepdims=keepdim))
+    else:
+        out = np.sum(x**ord, axis=dims, keepdims=keepdim) ** (1.0 / ord)
+    return np.asarray(out)
+
+
+def _norm_samples(with_dim: bool) -> list[SampleInput]:
+    if not with_dim:
+        return [SampleInput((T.of(2, 3),)), SampleInput((T.of(2, 3), 3)), SampleInput((T.of(2, 3), 1))]
+    return [
+        SampleInput((T.of(2, 3), 2, [1])),
+        SampleInput((T.of(2, 3, 4), 3.0, [0, 2], True)),
+        SampleInput((T.of(2, 3), 1.5, [0])),
+    ]
+
+
+@op(
+    derivatives={
+        "self": lambda grad, self, ord, result, dim, keepdim: _norm_backward(
+            grad, self, ord, result, dim, keepdim
+        )
+    },
+    dtypes="keep",
+    method=False,
+    function=False,  # torch.linalg.vector_norm, not torch.linalg_vector_norm
+    samples=lambda: [
+        SampleInput((T.of(2, 3),)),
+        SampleInput((T.of(2, 3), 2, [1])),
+        SampleInput((T.of(2, 3, 4), 3, [0, 2], True)),
+        SampleInput((T.of(2, 3), 1, [0])),
+        SampleInput((T.of(2, 3), 0.5)),
+        SampleInput((T.of(2, 3), 0)),
+        SampleInput((T.of(2, 3), math.inf, [1])),
+        SampleInput((T.of(2, 3), -math.inf)),
+        SampleInput((T.of(),)),
+    ],
+)
+def linalg_vector_norm(
+    self: Tensor,
+    ord: float = 2,
+    dim: Sequence[int] | None = None,
+    keepdim: bool = False,
+    *,  # noqa: A002
+    dtype: Any = None,
+) -> Array:
+    if dtype is not None and _dtype.promote_types(_dtype.from_numpy(self.dtype), dtype) is not dtype:
+        raise RuntimeError(
+            f"linalg.vector_norm: the dtype of the input ({_name(self)}) should be convertible without "
+            f"narrowing to the specified dtype ({_scalar_type_name(dtype)})"
+        )
+    a = self if dtype is None else self.astype(dtype._np)
+    return _vector_norm("linalg.vector_norm", a, ord, dim, keepdim)
+
+
+@op(
+    derivatives={"self": lambda grad, self, p, result: _norm_backward(grad, self, p, result, None, True)},
+    name="norm.Scalar",
+    node="NormBackward0",
+    dtypes="keep",
+    method=False,
+    function=False,
+    samples=lambda: _norm_samples(False),
+)
+def norm_Scalar(self: Tensor, p: float = 2) -> Array:  # noqa: N802
+    return _vector_norm("norm", self, p, None, False)
+
+
+@op(
+    derivatives={
+        "self": lambda grad, self, p, result, dim, keepdim: _norm_backward(
+            grad, self, p, result, dim, keepdim
+        )
+    },
+    name="norm.ScalarOpt_dim",
+    node="NormBackward1",
+    dtypes="keep",
+    method=False,
+    function=False,
+    samples=lambda: _norm_samples(True),
+)
+def norm_ScalarOpt_dim(self: Tensor, p: float | None, dim: Sequence[int], keepdim: bool = False) -> Array:  # noqa: N802
+    return _vector_norm("norm", self, 2 if p is None else p, dim, keepdim)
+
+
+@composite(
+    samples=lambda: [
+        SampleInput((T.of(2, 3),)),
+        SampleInput((T.of(2, 3), "fro", 1)),
+        SampleInput((T.of(2, 3), 3, (0, 1), True)),
+        SampleInput((T.of(2, 3), 1)),
+        SampleInput((T.of(2, 3),), {"p": math.inf, "dim": 0}),
+        SampleInput((T.of(2, 3, 2), "fro", (0, 1, 2)), note="fro with 3 dims"),
+    ]
+)
+def norm(
+    self: Tensor,
+    p: float | str | None = "fro",
+    dim: int | Sequence[int] | None = None,
+    keepdim: bool = False,
+    out: Any = None,
+    dtype: Any = None,
+) -> Tensor:
+    """torch.norm: a vector norm (``linalg_vector_norm``) unless a matrix norm is asked for."""
+    if out is not None:
+        raise NotImplementedError("norm(out=...) is not supported by the engine")
+    dims = None if dim is None else [dim] if isinstance(dim, int) else list(dim)
+    if isinstance(p, str):
+        if p == "fro" and (dim is None or isinstance(dim, int) or len(dim) <= 2):
+            return linalg_vector_norm(self, 2, dims, keepdim, dtype=dtype)
+        dims = list(range(self.ndim)) if dims is None else dims
+        if len(dims) != 2:
+            raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got {' '.join(map(str, dims))}")
+        raise NotImplementedError(f"norm(p={p!r}) (a matrix norm) is not supported by the engine")
+    return linalg_vector_norm(self, 2.0 if p is None else p, dims, keepdim, dtype=dtype)

@@ -1,0 +1,941 @@
+"""Activation checkpointing: PyTorch 2.8's ``torch/utils/checkpoint.py`` for the engine.
+
+Checkpointing trades compute for memory: a checkpointed region does not keep the tensors its ops
+save for backward; backward recomputes them by running the region again. This module keeps
+PyTorch's structure and names so that it can be read side by side with the original:
+
+- ``checkpoint`` drives ``_checkpoint_without_reentrant_generator`` (the default,
+  non-reentrant variant): the generator saves the region's inputs on a no-op node
+  (``_NoopSaveInputs``), creates a ``_CheckpointFrame`` and installs ``_checkpoint_hook``,
+  whose pack hook stores an empty ``_Holder`` instead of each saved tensor;
+- in backward, the first unpack of a holder re-runs the region under ``_recomputation_hook``,
+  which hands each re-saved tensor to its holder (through a ``_Handle``) and stops the
+  re-run (``_StopRecomputationError``) once every tensor is back;
+- ``CheckpointFunction`` (``_checkpoint_reentrant.py``) is the reentrant variant, and
+  ``_checkpoint_selective.py`` holds selective checkpointing (SAC).
+
+See ``Note [Nestable checkpoint]`` below for the rules that make nested checkpoints work, and
+``docs/checkpoint.md`` for a walk-through with sequence diagrams. What PyTorch does with devices,
+CUDA RNG states, autocast and torch.compile is left out: the engine is CPU only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import uuid
+import warnings
+import weakref
+from collections import defaultdict
+from collections.abc import Callable, Generator, Iterator
+from contextlib import AbstractContextManager
+from typing import Any, NoReturn
+
+import engine
+from engine._C import _current_graph_task_id
+from engine._tensor import Tensor
+from engine.autograd.function import Function
+from engine.autograd.grad_mode import enable_grad, no_grad
+from engine.autograd.graph import saved_tensors_hooks
+from engine.random import fork_rng, get_rng_state, set_rng_state
+from engine.utils._checkpoint_logging import LoggingTensorMode, TracebackLine, capture_logs
+from engine.utils._checkpoint_reentrant import CheckpointFunction, check_backward_validity, detach_variable
+from engine.utils._checkpoint_selective import (
+    SAC_IGNORED_OPS,
+    CheckpointPolicy,
+    SelectiveCheckpointContext,
+    create_selective_checkpoint_contexts,
+)
+
+__all__ = [
+    "SAC_IGNORED_OPS",
+    "CheckpointError",
+    "CheckpointFunction",
+    "CheckpointPolicy",
+    "GraphExecGroup",
+    "SelectiveCheckpointContext",
+    "check_backward_validity",
+    "checkpoint",
+    "checkpoint_sequential",
+    "create_selective_checkpoint_contexts",
+    "detach_variable",
+    "noop_context_fn",
+    "set_checkpoint_debug_enabled",
+    "set_checkpoint_early_stop",
+]
+
+ContextFn = Callable[[], tuple[AbstractContextManager[Any], AbstractContextManager[Any]]]
+
+_DEFAULT_DETERMINISM_MODE = "default"
+
+_checkpoint_debug_enabled: bool | None = None
+
+
+@contextlib.contextmanager
+def set_checkpoint_debug_enabled(enabled: bool | None) -> Iterator[None]:
+    """Context manager that sets whether checkpoint should print additional debug information
+    when running (see the ``debug`` flag of :func:`checkpoint`). When set, it overrides the
+    ``debug`` passed to checkpoint; ``None`` defers to that local setting.
+    """
+    global _checkpoint_debug_enabled
+    try:
+        prev = _checkpoint_debug_enabled
+        _checkpoint_debug_enabled = enabled
+        yield
+    finally:
+        _checkpoint_debug_enabled = prev
+
+
+def noop_context_fn() -> tuple[AbstractContextManager[Any], AbstractContextManager[Any]]:
+    return contextlib.nullcontext(), contextlib.nullcontext()
+
+
+def checkpoint(
+    function: Callable[..., Any],
+    *args: Any,
+    use_reentrant: bool | None = None,
+    context_fn: ContextFn = noop_context_fn,
+    determinism_check: str = _DEFAULT_DETERMINISM_MODE,
+    debug: bool = False,
+    early_stop: bool = True,
+    preserve_rng_state: bool = True,
+    **kwargs: Any,
+) -> Any:
+    r"""Checkpoint a model or part of the model.
+
+    The ops of ``function`` do not keep the tensors they save for backward; backward recomputes
+    them by running ``function`` again. Two implementations exist, chosen by ``use_reentrant``;
+    ``use_reentrant=False`` is recommended:
+
+    * non-reentrant checkpoint stops recomputation as soon as all needed tensors are back
+      (``early_stop``); reentrant checkpoint always re-runs the whole function;
+    * non-reentrant checkpoint records the graph in the forward, so backward can be run inside
+      the checkpointed function, and it supports ``autograd.grad``, ``backward(inputs=...)``,
+      keyword arguments, tensors inside nested structures, and regions with detached tensors.
+
+    .. warning::
+        If the function behaves differently when recomputed (a global variable changed, random
+        numbers without ``preserve_rng_state``), the gradients may be wrong or an error raised.
+
+    Args:
+        function: what to run in the forward pass; it receives ``*args`` and ``**kwargs``.
+        use_reentrant: which variant to use. Should be passed explicitly: without it, a warning
+            is issued and the reentrant variant is used.
+        context_fn: returns two context managers; the forward runs under the first and every
+            recomputation under the second (non-reentrant only). See
+            :func:`create_selective_checkpoint_contexts`.
+        determinism_check: ``"default"`` compares the shape, dtype and device of each
+            recomputed tensor with the original; ``"none"`` skips that (the number of saved
+            tensors is still checked).
+        debug: on a determinism error, dump the ops that ran in the forward and in the
+            recomputation, with stack traces.
+        early_stop: stop the recomputation once every needed tensor is recomputed. Overridden
+            by :func:`set_checkpoint_early_stop` (this argument exists from PyTorch 2.9).
+        preserve_rng_state: replay the forward's random number state during recomputation.
+        args, kwargs: the inputs of ``function``.
+
+    Returns:
+        What ``function(*args, **kwargs)`` returns.
+
+    Example::
+
+        >>> import engine
+        >>> from engine.utils.checkpoint import checkpoint
+        >>> x = engine.ones(3, requires_grad=True)
+        >>> y = checkpoint(lambda t: t.sin().exp(), x, use_reentrant=False)
+        >>> y.sum().backward()
+    """
+    if use_reentrant is None:
+        warnings.warn(
+            "engine.utils.checkpoint: the use_reentrant parameter should be "
+            "passed explicitly. In version 2.5 we will raise an exception "
+            "if use_reentrant is not passed. use_reentrant=False is "
+            "recommended, but if you need to preserve the current default "
+            "behavior, you can pass use_reentrant=True. Refer to docs for more "
+            "details on the differences between the two variants.",
+            stacklevel=2,
+        )
+        use_reentrant = True
+
+    preserve = preserve_rng_state
+    if kwargs and use_reentrant:
+        raise ValueError("Unexpected keyword arguments: " + ",".join(arg for arg in kwargs))
+
+    if use_reentrant:
+        if context_fn is not noop_context_fn or debug is not False:
+            raise ValueError("Passing `context_fn` or `debug` is only supported when use_reentrant=False.")
+        return CheckpointFunction.apply(function, preserve, *args)
+    else:
+        gen = _checkpoint_without_reentrant_generator(
+            function, preserve, context_fn, determinism_check, debug, early_stop, *args, **kwargs
+        )
+        # Runs pre-forward logic: up to the ``yield`` inside ``with _checkpoint_hook(...)``.
+        next(gen)
+        # The hooks installed by the suspended generator apply to this call. If it raises, the
+        # exception propagates and, as in 2.8, the generator stays suspended with its hooks on
+        # the stack until the exception's traceback (which references this frame) is released.
+        ret = function(*args, **kwargs)
+        # Runs post-forward logic: leaves the hooks' ``with`` block.
+        try:
+            next(gen)
+        except StopIteration:
+            return ret
+        raise AssertionError(
+            "engine.utils.checkpoint: expected context_fn generator to yield exactly twice, "
+            "but it yielded more than twice."
+        )
+
+
+def checkpoint_sequential(
+    functions: Any, segments: int, input: Any, use_reentrant: bool | None = None, **kwargs: Any  # noqa: A002
+) -> Any:
+    r"""Checkpoint a sequential model to save memory.
+
+    ``functions`` (an ``engine.nn.Sequential`` or a list of modules or functions) is split into
+    ``segments`` chunks run one after the other; every chunk but the last is checkpointed, so
+    only the inputs of the chunks are kept for backward.
+
+    Args:
+        functions: the modules/functions to run in order.
+        segments: number of chunks.
+        input: the tensor given to the first function.
+        preserve_rng_state: keyword, as for :func:`checkpoint`.
+        use_reentrant: as for :func:`checkpoint`; should be passed explicitly.
+
+    Example::
+
+        >>> import engine
+        >>> from engine.utils.checkpoint import checkpoint_sequential
+        >>> fns = [lambda t: t.sin(), lambda t: t.exp(), lambda t: t.cos(), lambda t: t.tanh()]
+        >>> x = engine.ones(3, requires_grad=True)
+        >>> out = checkpoint_sequential(fns, 2, x, use_reentrant=False)
+    """
+    if use_reentrant is None:
+        warnings.warn(
+            "engine.utils.checkpoint.checkpoint_sequential: the use_reentrant "
+            "parameter should be passed explicitly. "
+            "In version 2.5 we will raise an exception if use_reentrant "
+            "is not passed. use_reentrant=False is "
+            "recommended, but if you need to preserve the current default "
+            "behavior, you can pass use_reentrant=True. Refer to docs for more "
+            "details on the differences between the two variants.",
+            stacklevel=2,
+        )
+        use_reentrant = True
+
+    # Hack for keyword-only parameter in a python 2.7-compliant way
+    preserve = kwargs.pop("preserve_rng_state", True)
+    if kwargs:
+        raise ValueError("Unexpected keyword arguments: " + ",".join(arg for arg in kwargs))
+
+    def run_function(start: int, end: int, functions: list[Any]) -> Callable[[Any], Any]:
+        def forward(input: Any) -> Any:  # noqa: A002
+            for j in range(start, end + 1):
+                input = functions[j](input)
+            return input
+
+        return forward
+
+    if isinstance(functions, engine.nn.Sequential):
+        functions = list(functions.children())
+
+    segment_size = len(functions) // segments
+    # the last chunk has to be non-volatile
+    end = -1
+    for start in range(0, segment_size * (segments - 1), segment_size):
+        end = start + segment_size - 1
+        input = checkpoint(
+            run_function(start, end, functions),
+            input,
+            use_reentrant=use_reentrant,
+            preserve_rng_state=preserve,
+        )
+    return run_function(end + 1, len(functions) - 1, functions)(input)
+
+
+def _internal_assert(cond: bool) -> None:
+    if not cond:
+        raise AssertionError(
+            "Something went unexpectedly wrong in activation checkpoint. "
+            "Please report this bug by filing an issue to PyTorch."
+        )
+
+
+# Note [Nestable checkpoint]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~
+# (PyTorch's NOTE [ Nestable Checkpoint ], restated for this file.)
+#
+# The semantics of nested checkpoint can be defined by two basic rules. Following the two rules
+# leads to an important implication that is central to motivating the design.
+#
+# Rule 1. Saved tensors are managed by inner-most checkpoint only and hidden from any outer
+#         layers of checkpoint.
+#
+#   The saved-tensor hooks stack applies only its innermost pair (see Note [Saved-tensor hooks
+#   stack] in engine/autograd/graph.py): a tensor saved inside an inner checkpoint is packed by
+#   the inner _checkpoint_hook, and the outer one never sees it.
+#
+# Rule 2. The inputs of inner checkpoints are treated as tensors saved to its parent checkpoint.
+#
+#   _NoopSaveInputs.apply(dummy, kwargs, *args) saves the inner checkpoint's inputs *before*
+#   the inner hooks are pushed, so under a parent it is the parent's pack hook that packs them:
+#   first the empty dummy, then each tensor argument (2.8; from 2.9 the dummy is gone).
+#
+# Implication: to recompute any given saved tensor, we need to recompute all of the checkpoints
+# wrapping it. To unpack a saved tensor X we recompute the inner-most checkpoint (Rule 1); to do
+# that we need its inputs, which are managed by its parent (Rule 2), so the parent is recomputed
+# first; and so on outwards. Unless that already happened in this backward for another tensor.
+#
+#   In practice: the inner unpack hook reads ``ctx.saved_tensors`` of its _NoopSaveInputs node,
+#   which unpacks the dummy through the parent's unpack hook and triggers the parent's
+#   recomputation.
+#
+# Rule 3. We should start recomputation as if there are no checkpoints currently active.
+#         Checkpoints encountered during recomputation are still respected.
+#
+#   _recomputation_hook is pushed on top of the stack for the recomputation. A checkpoint()
+#   call met while re-running the parent body creates a new frame with its own _checkpoint_hook
+#   (a fresh forward: its holders are garbage once the recomputation ends); its input saves are
+#   recompute-packs of the parent, so the parent's early stop can fire inside that call, before
+#   the inner body runs.
+#
+# Beyond nesting, some rules apply to checkpointing in general.
+#
+# Rule 4. Recomputed tensors are specific to one backward call and are cleared as soon as they
+#         are unpacked, even with retain_graph=True.
+#
+#   If that were not needed we could store recomputed tensors as values of a WeakKeyDictionary
+#   and pack strong references to the keys: backward (with retain_graph=False) frees the packed
+#   keys and the entries go with them. To clear them on unpack even when the graph is kept, we
+#   pack a container (the _Holder) and clear it by hand on unpack: holder.handles[gid] = None
+#   drops the only strong reference to the _Handle that keys frame.recomputed[gid]. A second
+#   backward has a new gid, hence a new handle.
+#
+# Rule 5. Stop recomputation as soon as we've recomputed the saved tensors we know we need.
+#
+#   The recompute pack hook raises _StopRecomputationError once as many tensors were re-saved as
+#   the forward saved (recomp_counter[gid] == len(weak_holders)); the unpack hook catches it.
+#   The error is raised inside the pack of the last saving op, so an op that saves its inputs
+#   never runs its kernel.
+#
+# Rule 6. We support doing backward inside checkpoint context.
+#
+#   [retain_graph is True]
+#
+#       def fn(x):
+#           y = x.sin()
+#           z = y.cos()
+#           gx, = engine.autograd.grad(z, x, retain_graph=True)
+#           return gx, z
+#
+#   z's cos saved y through the checkpoint's pack hook, so the grad() call inside must trigger a
+#   recomputation. During recomputation the "inner pack hook" has two responsibilities: (1) as
+#   usual, fill the WeakKeyDictionary of recomputed tensors; (2) return the actual (detached)
+#   tensor, so that backward can run on the recomputed graph. That happens when backward runs
+#   inside the forward (during the original forward if early stop is off, or during the original
+#   backward), and whenever there are several backward calls.
+#
+#   [retain_graph is False]
+#
+#       def fn(x):
+#           y = x.sin()                          # (1)
+#           z = y.cos()                          # (2)
+#           gx, = engine.autograd.grad(z, x)     # (3)
+#           return x.cos() * gx                  # (4)
+#
+#       out = checkpoint(fn, inp, use_reentrant=False)
+#       out.backward()                           # (5)
+#
+#   (1, 2) x and y are not saved: we are inside a checkpoint. (3) recomputes fn (stopping at (2)
+#   or not, depending on early stop); grad() with retain_graph=False frees the holders of x and
+#   y. (4) saves x through a new holder. (5) recomputes fn again: the holders of (1) and (2) are
+#   dead (weak_holders[i]() is None) and are skipped; (4)'s holder is alive and gets its tensor.
+
+# 2.8 defaults this to True and has no ``early_stop`` argument; the argument and this ``None``
+# default ("defer to the argument") come from 2.9+. See Rule 5.
+_enable_checkpoint_early_stop: bool | None = None
+
+
+@contextlib.contextmanager
+def set_checkpoint_early_stop(enable: bool) -> Iterator[None]:
+    """Context manager that sets whether checkpoint should stop recomputation early.
+
+    By default, non-reentrant checkpoint stops recomputation as soon as it has computed all needed
+    tensors. This context manager only needs to be active when the forward runs (the frame takes
+    the setting then); it overrides the ``early_stop`` argument of :func:`checkpoint`.
+
+    Example::
+
+        >>> import engine
+        >>> from engine.utils.checkpoint import checkpoint, set_checkpoint_early_stop
+        >>> x = engine.ones(2, requires_grad=True)
+        >>> with set_checkpoint_early_stop(False):
+        ...     out = checkpoint(lambda t: t.sin().cos(), x, use_reentrant=False)
+        >>> out.sum().backward()  # the backward need not be inside the context
+    """
+    global _enable_checkpoint_early_stop
+    try:
+        prev = _enable_checkpoint_early_stop
+        _enable_checkpoint_early_stop = enable
+        yield
+    finally:
+        _enable_checkpoint_early_stop = prev
+
+
+class _Handle:
+    """The key of one recomputed tensor in ``frame.recomputed[gid]``: an object whose only
+    strong reference is ``holder.handles[gid]``. See Rule 4."""
+
+
+class _Holder:
+    """What the checkpoint's pack hook stores in the graph instead of a tensor. See Rule 4."""
+
+    def __init__(self) -> None:
+        self.handles: dict[Any, _Handle | None] = {}
+
+
+class _NoopSaveInputs(Function):
+    """A no-op node whose only job is to save the checkpoint's inputs. See Rule 2.
+
+    Saving them as ordinary saved tensors ties their lifetime to the graph (they live as long as
+    the frame that references this node) and routes them through whatever saved-tensor hook is
+    active: none at top level (so they are version-checked on unpack), the parent's pack hook when
+    nested.
+    """
+
+    @staticmethod
+    def forward(*args: Any) -> Tensor:
+        return engine.empty((0,))
+
+    @staticmethod
+    def setup_context(ctx: Any, inputs: tuple[Any, ...], output: Any) -> None:
+        # Only tensors can be saved with ctx.save_for_backward, everything else
+        # is captured by get_args, which is saved directly on ctx
+        tensor_indices, tensors = zip(
+            *[(i, o) for i, o in enumerate(inputs) if isinstance(o, Tensor)], strict=False
+        )
+        idx2saved_idx = {b: a for a, b in enumerate(tensor_indices)}
+        # args but with tensors replaced with None as placeholders
+        args = [None if isinstance(o, Tensor) else o for o in inputs]
+
+        def get_args(saved_tensors: tuple[Tensor, ...]) -> list[Any]:
+            # restore the placeholders with the original tensors grabbed from
+            # ctx.saved_tensors (which may be saved on a parent checkpoint if
+            # this checkpoint is nested, and that would trigger a recursive
+            # unpack!)
+            ret = [saved_tensors[idx2saved_idx[i]] if i in tensor_indices else o for i, o in enumerate(args)]
+            # grab the tail since we also saved the dummy to avoid having to explicitly
+            # handle the case where there are no tensor inputs
+            return ret[1:]
+
+        ctx.get_args = get_args
+        ctx.save_for_backward(*tensors)
+
+    @staticmethod
+    def backward(ctx: Any, *grad_outputs: Any) -> NoReturn:
+        raise AssertionError("Did not expect to backward on this graph")
+
+
+class _CheckpointFrame:
+    """Everything one checkpointed call shares between its forward and its recomputations."""
+
+    def __init__(
+        self,
+        recompute_fn: Callable[..., None],
+        early_stop: bool,
+        unpack_error_cb: Callable[[CheckpointError], NoReturn] | None,
+        metadata_fn: Callable[[Tensor], Any] | None,
+    ) -> None:
+        self.recompute_fn = recompute_fn
+        # The output of _NoopSaveInputs.apply; its grad_fn holds the inputs.
+        self.input_saver: Tensor | None = None
+        # One weak reference per forward pack, in order: a holder dies with the SavedVariable
+        # that stores it, and recomputation skips dead ones (Rule 6).
+        self.weak_holders: list[weakref.ref[_Holder]] = []
+        # We store this as a weakkeydictionary so that in the case of a partial
+        # backward, the entries in the dict are cleared alongside the Holder
+        # which will be removed when the SavedVariable is cleared.
+        self.recomputed: defaultdict[Any, weakref.WeakKeyDictionary[_Handle, Tensor]] = defaultdict(
+            weakref.WeakKeyDictionary
+        )
+        # We need both recomp_counter and recomputed since they can diverge (dead holders get
+        # counted but not recomputed).
+        self.recomp_counter: defaultdict[Any, int] = defaultdict(int)
+        self.is_recomputed: defaultdict[Any, bool] = defaultdict(bool)
+
+        # See Rule 5
+        self.early_stop = early_stop
+
+        # Debugging
+        self.metadata_fn = metadata_fn
+        self.unpack_error_cb = unpack_error_cb
+        self.x_metadatas: list[Any] = []
+        self.forward_completed = False
+        self.ignore_saved_mismatch = False
+
+    def check_recomputed_tensors_match(self, gid: Any) -> None:
+        if self.ignore_saved_mismatch:
+            # TODO: we can probably make this check stricter by checking that
+            #       the metadata of the first tensors still match.
+            return
+        # NOTE [ Error handling for checkpoint ]
+        #
+        # At a high level, we need to check that the tensors saved
+        # during original forward matches tensors saved during recompute
+        # This means handling 3 cases:
+        #
+        # 1. During recompute, more tensors were saved.
+        #
+        #    Usually this is hidden due to the StopRecomputationError
+        #    but if early stop is not enabled, or we would have errored
+        #    anyway because there aren't enough weak_holders. But we
+        #    do want to have a nice error. See the _recomputation_hook
+        #    for details.
+        if not len(self.weak_holders) == self.recomp_counter[gid]:
+            # 2. During recompute, fewer tensors were saved
+            #
+            # We know that everytime we save something do original forward
+            # we append to weak_holder, and every time we save a tensor
+            # during recompute we increment recompute_counter.
+            raise CheckpointError(
+                "engine.utils.checkpoint: A different number of tensors was saved "
+                "during the original forward and recomputation.\n"
+                f"Number of tensors saved during forward: {len(self.weak_holders)}\n"
+                f"Number of tensors saved during recomputation: {self.recomp_counter[gid]}.\n"
+                f"{_debug_tip_msg}"
+            )
+
+        # 3. During recompute, the same tensors were saved, but they
+        #    have different metadata
+        nb_meta_different = []
+        for idx, weak_holder in enumerate(self.weak_holders):
+            holder = weak_holder()
+            if holder is None:
+                continue
+            # We've seen all holders since we iterate over them in order
+            # For every holder that is still alive now, it must've been
+            # alive when we saw it during recompute, therefore, the
+            # gid must be set.
+            _internal_assert(gid in holder.handles)
+            # We know this is the first unpack, so it couldn't have been set
+            # to None yet.
+            _internal_assert(holder.handles[gid] is not None)
+            # We always set these together in the recomputation hook
+            _internal_assert(holder.handles[gid] in self.recomputed[gid])
+            # see pack hook, x_metadata is 1:1 with weak_holders.
+            x_meta = self.x_metadatas[idx]
+            recomputed_x = self.recomputed[gid][holder.handles[gid]]  # type: ignore[index]
+            assert self.metadata_fn is not None
+            if x_meta != self.metadata_fn(recomputed_x):
+                nb_meta_different.append((idx, x_meta, self.metadata_fn(recomputed_x)))
+
+        if len(nb_meta_different) > 0:
+            mismatched_tensors = ""
+            for idx, x_meta, recomputed_meta in nb_meta_different:
+                mismatched_tensors += (
+                    f"tensor at position {idx}:\n"
+                    f"saved metadata: {x_meta}\n"
+                    f"recomputed metadata: {recomputed_meta}\n"
+                )
+            raise CheckpointError(
+                "engine.utils.checkpoint: Recomputed values for the following tensors "
+                "have different metadata than during the forward pass.\n"
+                f"{mismatched_tensors}.\n"
+                f"{_debug_tip_msg}"
+            )
+
+
+# The "‑" of "checkpoint‑debug" is U+2011 (a non-breaking hyphen), as in PyTorch.
+_debug_tip_msg = """
+Tip: To see a more detailed error message, either pass `debug=True` to
+`engine.utils.checkpoint.checkpoint(...)` or wrap the code block
+with `with engine.utils.checkpoint.set_checkpoint_debug_enabled(True):` to
+enable checkpoint\u2011debug mode globally.
+"""
+
+
+_checkpoint_error_template = """ \
+An error happened while unpacking tensors; dumping logs of latest computation
+because you passed `debug=True` to `engine.utils.checkpoint.checkpoint()`.
+Scroll all the way down for guidance on how to navigate these logs.
+
++~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~+
+|        1. Stack traces of the operators that ran in the original forward     |
++------------------------------------------------------------------------------+
+
+{forward_traces}
++~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~+
+|        2. Stack traces of the operators that ran during recomputation        |
++------------------------------------------------------------------------------+
+
+{recompute_traces}
++~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~+
+|       3. Log of operators in the original forward and recomputation          |
++------------------------------------------------------------------------------+
+(Scroll up to correlate stack traces with each operation listed below. This
+ helps identify their source in the code.)
+
+IMPORTANT: Differences in "detach" calls between the original forward and the
+           recomputation are expected. They are introduced by the checkpointing
+           mechanism and can be ignored.
+
+Operations executed during the original forward:
+
+{forward_ops}
+
+Operations executed during recomputation:
+
+{recompute_ops}
+
++------------------------------------------------------------------------------+
+ ERROR: Detected non-determinism while running activation checkpointing
+
+ You are seeing this error because you passed `debug=True` to checkpoint and
+ tensors to be saved during the original forward and differ between those saved
+ during recomputation. This can happen if different operators were ran in the
+ original forward and in the recomputation.
+
+ To identify where the mismatch may be coming from, you can do the following:
+
+ 1) Compare the operators ran during original forward and recomputation to
+    see where they differ. These operators are printed above in the order they
+    were executed.
+
+ 2) Review the stack trace for each operator to locate its invocation source.
+    Each operator's stack trace is printed in their execution order.
+
+ Note that the logs can be quite long. Here's how they are structured:
+ (Tip: you can Ctrl-f for these headers)
+
+ 1. Stack traces of the operators that ran in the original forward
+ 2. Stack traces of the operators that ran during recomputation
+ 3. Log of operators in the original forward and recomputation
+ 4. Error message                                             <--- You are here
+--------------------------------------------------------------------------------
+"""
+
+
+class CheckpointError(RuntimeError):
+    """Raised when the recomputation does not reproduce what the forward saved."""
+
+
+def _get_debug_context_and_cb() -> tuple[ContextFn, Callable[[CheckpointError], NoReturn]]:
+    # This function returns the context_fn and error_cb to be used by the
+    # checkpointing mechanism. error_cb is invoked when an error is detected
+    # during unpack.
+
+    class CaptureLogs:
+        def __init__(self) -> None:
+            self.logs: list[str] | None = None
+            self.tbs: list[list[TracebackLine]] | None = None
+
+        def get_context_manager(self) -> AbstractContextManager[Any]:
+            @contextlib.contextmanager
+            def logging_mode() -> Iterator[Any]:
+                with LoggingTensorMode(), capture_logs(with_tracebacks=True) as logs_and_tb:
+                    self.logs, self.tbs = logs_and_tb
+                    yield logs_and_tb
+
+            return logging_mode()
+
+    capture_logs_fwd = CaptureLogs()
+    capture_logs_recompute = CaptureLogs()
+
+    def unpack_error_cb(e: CheckpointError) -> NoReturn:
+        def get_str_tb(label: str, capture_logs: CaptureLogs) -> str:
+            out = ""
+            assert capture_logs.logs is not None and capture_logs.tbs is not None
+            total_len = len(capture_logs.logs)
+            for i, (log, tb) in enumerate(zip(capture_logs.logs, capture_logs.tbs, strict=False)):
+                out += f"{log}   ({i + 1} of {total_len} in {label})\n\n"
+                found_torch_dispatch = False
+                for line in tb:
+                    # Start printing stack trace only after __torch_dispatch__ is found
+                    is_torch_dispatch = line["name"] == "__torch_dispatch__"
+                    if not found_torch_dispatch and not is_torch_dispatch:
+                        continue
+                    elif is_torch_dispatch:
+                        found_torch_dispatch = True
+                        continue
+                    out += f"{line['filename']}:{line['line']}:{line['name']}\n"
+                out += "\n\n"
+            return out
+
+        assert capture_logs_fwd.logs is not None
+        assert capture_logs_recompute.logs is not None
+        raise CheckpointError(
+            _checkpoint_error_template.format(
+                forward_traces=get_str_tb("original", capture_logs_fwd),
+                recompute_traces=get_str_tb("recompute", capture_logs_recompute),
+                forward_ops="\n".join(capture_logs_fwd.logs),
+                recompute_ops="\n".join(capture_logs_recompute.logs),
+            )
+        ) from e
+
+    def context_fn() -> tuple[AbstractContextManager[Any], AbstractContextManager[Any]]:
+        return capture_logs_fwd.get_context_manager(), capture_logs_recompute.get_context_manager()
+
+    return context_fn, unpack_error_cb
+
+
+def _default_meta_extractor(x: Tensor) -> dict[str, Any]:
+    # These properties are fast to check, easy to understand
+    return {"shape": x.shape, "dtype": x.dtype, "device": x.device}
+
+
+_allowed_determinism_checks_to_fns: dict[str, Callable[[Tensor], Any]] = {
+    _DEFAULT_DETERMINISM_MODE: _default_meta_extractor,
+    "none": lambda _: None,
+}
+
+
+# See Rule 5
+class _StopRecomputationError(Exception):
+    pass
+
+
+class _recomputation_hook(saved_tensors_hooks):  # noqa: N801 - PyTorch's name
+    """The hooks on top of the stack while a frame is recomputed for the backward ``gid``."""
+
+    def __init__(self, target_frame_ref: weakref.ref[_CheckpointFrame], gid: Any) -> None:
+        def pack_hook(x: Tensor) -> Tensor:
+            x = x.detach() if x.requires_grad else x
+            target_frame = target_frame_ref()
+            assert target_frame is not None  # appease mypy
+            recomp_idx = target_frame.recomp_counter[gid]
+            target_frame.recomp_counter[gid] += 1
+
+            if recomp_idx >= len(target_frame.weak_holders):
+                assert not target_frame.early_stop
+                if not target_frame.forward_completed:
+                    # We run into this case when early stop is not enabled and do
+                    # grad within checkpoint.
+                    # We need to set this flag, so we don't error out later when
+                    # we check if the number of tensors saved during forward and
+                    # recomputation match.
+                    target_frame.ignore_saved_mismatch = True
+                    return x
+                raise CheckpointError(
+                    "engine.utils.checkpoint: trying to save more tensors during "
+                    "recomputation than during the original forward pass.\n"
+                    f"{_debug_tip_msg}"
+                )
+
+            holder = target_frame.weak_holders[recomp_idx]()
+
+            # This holder may have been cleared because someone may have called
+            # backward within forward. If so, we don't need to save.
+            if holder is not None:
+                _internal_assert(holder.handles.get(gid, None) is None)
+                holder.handles[gid] = _Handle()
+                target_frame.recomputed[gid][holder.handles[gid]] = x  # type: ignore[index]
+
+            if target_frame.early_stop and target_frame.recomp_counter[gid] == len(target_frame.weak_holders):
+                raise _StopRecomputationError
+            # See Rule 6: [ retain_graph is True ] above
+            return x
+
+        def unpack_hook(x: Tensor) -> Tensor:
+            # See Rule 6: [ retain_graph is True ] above for an example of when
+            # the graph created during recomputation could be backwarded.
+            return x
+
+        super().__init__(pack_hook, unpack_hook)
+
+
+class _checkpoint_hook(saved_tensors_hooks):  # noqa: N801 - PyTorch's name
+    """The hooks active while a checkpointed function runs its original forward."""
+
+    def __init__(self, frame: _CheckpointFrame) -> None:
+        def pack_hook(x: Tensor) -> _Holder:
+            # See Rule 4 above
+            holder = _Holder()
+            frame.weak_holders.append(weakref.ref(holder))
+            # Save metadata to detect non-determinism
+            if frame.metadata_fn is not None:
+                with no_grad():
+                    frame.x_metadatas.append(frame.metadata_fn(x))
+            return holder
+
+        def unpack_hook(holder: _Holder) -> Tensor:
+            # 2.13: a GraphExecGroup makes several backward calls share one recomputation.
+            gid: Any = GraphExecGroup._get_current_group()
+            if gid is None:
+                gid = _current_graph_task_id()
+                if gid == -1:
+                    # generate a temporary id if we trigger unpack outside of a backward call
+                    gid = int(uuid.uuid4())
+
+            if not frame.is_recomputed[gid]:
+                # See Note [Nestable checkpoint], Implication: reading the saved inputs may
+                # unpack them through a parent checkpoint, recomputing it first.
+                assert frame.input_saver is not None and frame.input_saver.grad_fn is not None
+                ctx: Any = frame.input_saver.grad_fn
+                args = ctx.get_args(ctx.saved_tensors)
+
+                try:
+                    # See Rule 3: the recomputation hook goes on top of whatever is active.
+                    with _recomputation_hook(weakref.ref(frame), gid), enable_grad():
+                        frame.recompute_fn(*args)
+                except _StopRecomputationError:
+                    pass
+                frame.is_recomputed[gid] = True
+                frame.check_recomputed_tensors_match(gid)
+
+            _internal_assert(gid in holder.handles)
+
+            if holder.handles[gid] is None:
+                extra = ""
+                if _get_graph_exec_group() is not None:
+                    extra = (
+                        "Performing two backward calls that overlap (i.e. require the same "
+                        "saved activation in order to compute gradients) is not allowed while "
+                        "under the engine.utils.checkpoint.GraphExecGroup context. "
+                    )
+                raise CheckpointError(
+                    "engine.utils.checkpoint: Unpack is being triggered for a tensor that was already "
+                    f"unpacked once. {extra}If you are calling ctx.saved_tensors in backward, make sure "
+                    "to do so only once. Otherwise please open an issue with details on your use case."
+                )
+            _internal_assert(holder.handles[gid] in frame.recomputed[gid])
+            ret = frame.recomputed[gid][holder.handles[gid]]  # type: ignore[index]
+            # See Rule 4: dropping the handle drops the recomputed tensor.
+            holder.handles[gid] = None
+            return ret
+
+        if frame.unpack_error_cb is not None:
+            error_cb = frame.unpack_error_cb
+
+            def unpack_hook_with_error_cb(holder: _Holder) -> Tensor:
+                try:
+                    return unpack_hook(holder)
+                except CheckpointError as e:
+                    error_cb(e)
+
+            super().__init__(pack_hook, unpack_hook_with_error_cb)
+        else:
+            super().__init__(pack_hook, unpack_hook)
+
+
+def _checkpoint_without_reentrant_generator(
+    fn: Callable[..., Any],
+    preserve_rng_state: bool = True,
+    context_fn: ContextFn = noop_context_fn,
+    determinism_check: str = _DEFAULT_DETERMINISM_MODE,
+    debug: bool = False,
+    early_stop: bool = True,
+    *args: Any,
+    **kwargs: Any,
+) -> Generator[None, None, None]:
+    """Checkpointing without reentrant autograd: the part of :func:`checkpoint` that runs before
+    (up to the ``yield``) and after the checkpointed function. See :func:`checkpoint` for the
+    arguments.
+    """
+    unpack_error_cb = None
+
+    if _checkpoint_debug_enabled if _checkpoint_debug_enabled is not None else debug:
+        if context_fn != noop_context_fn:
+            raise ValueError("debug=True is incompatible with non-default context_fn")
+        context_fn, unpack_error_cb = _get_debug_context_and_cb()
+
+    if determinism_check in _allowed_determinism_checks_to_fns:
+        metadata_fn = _allowed_determinism_checks_to_fns[determinism_check]
+    else:
+        raise ValueError(
+            f"determinism_check should be one of {list(_allowed_determinism_checks_to_fns.keys())}, "
+            f"but got {determinism_check}"
+        )
+
+    # (PyTorch infers the device type of the inputs here, to save the RNG state of their
+    # devices and their autocast settings; the engine has the CPU only.)
+    # The contexts are made once, at forward time: every recomputation enters the same one.
+    forward_context, recompute_context = context_fn()
+
+    fwd_cpu_state = get_rng_state() if preserve_rng_state else None
+
+    def recompute_fn(*inputs: Any) -> None:
+        kwargs, *args = inputs
+        # This will be called later during recomputation. This wrapping enables
+        # the necessary global state to be captured.
+        with fork_rng(enabled=preserve_rng_state):
+            if preserve_rng_state:
+                assert fwd_cpu_state is not None
+                set_rng_state(fwd_cpu_state)
+            with recompute_context:
+                # The result is discarded: the recomputation is run for what it saves.
+                fn(*args, **kwargs)
+
+    new_frame = _CheckpointFrame(
+        recompute_fn,
+        # See Rule 5. The context wins over the argument; fixed at forward time.
+        _enable_checkpoint_early_stop if _enable_checkpoint_early_stop is not None else early_stop,
+        unpack_error_cb,
+        metadata_fn,
+    )
+    # See Note [Nestable checkpoint], Rule 2: saved before _checkpoint_hook is pushed.
+    dummy = engine.empty((0,), requires_grad=True)
+    new_frame.input_saver = _NoopSaveInputs.apply(dummy, kwargs, *args)
+
+    # When ambient grad_mode is False
+    if new_frame.input_saver.grad_fn is None:
+        yield
+        return
+
+    with _checkpoint_hook(new_frame), forward_context:
+        yield
+    new_frame.forward_completed = True
+
+    return
+
+
+# --- GraphExecGroup (PyTorch 2.9+) ---------------------------------------------------------------
+
+_graph_exec_group_tls = threading.local()
+
+
+def _get_graph_exec_group() -> GraphExecGroup | None:
+    """PyTorch's ``torch._C._get_graph_exec_group()``: the group active on this thread."""
+    return getattr(_graph_exec_group_tls, "group", None)
+
+
+def _set_graph_exec_group(group: GraphExecGroup | None) -> None:
+    _graph_exec_group_tls.group = group
+
+
+class GraphExecGroup:
+    """Any checkpointed regions encountered by backward under the same instance of this context
+    manager will trigger recompute at most once, even if there are multiple calls to backward.
+
+    Backward calls under the same instance must execute over non-overlapping regions of the
+    backward graph even if retain_graph=True: no two of them may use the same saved activation.
+    (From PyTorch 2.9; only affects ``use_reentrant=False``.)
+
+    Example::
+
+        >>> import engine
+        >>> from engine.utils.checkpoint import GraphExecGroup, checkpoint
+        >>> x = engine.ones(2, requires_grad=True)
+        >>> def fn(t):
+        ...     y = t.sin().cos()
+        ...     return y, y.sin().cos()
+        >>> y, z = checkpoint(fn, x, use_reentrant=False)
+        >>> with GraphExecGroup():
+        ...     gy, = engine.autograd.grad(z.sum(), y, retain_graph=True)
+        ...     gx, = engine.autograd.grad(y, x, grad_outputs=gy)
+    """
+
+    def __enter__(self) -> GraphExecGroup:
+        if _get_graph_exec_group() is not None:
+            raise RuntimeError(
+                f"GraphExecGroup contexts cannot be nested. Already inside group {_get_graph_exec_group()}"
+            )
+        _set_graph_exec_group(self)
+        return self
+
+    def __exit__(self, *args: object) -> None:
+        _set_graph_exec_group(None)
+
+    @classmethod
+    def _get_current_group(cls) -> GraphExecGroup | None:
+        # Private API to be used by utils like AC
+        return _get_graph_exec_group()
