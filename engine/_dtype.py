@@ -81,9 +81,7 @@ ALL_DTYPES = (bool_, uint8, int32, int64, float16, float32, float64, complex64, 
 _BY_NUMPY = {d._np: d for d in ALL_DTYPES}
 _BY_NAME = {d.name: d for d in ALL_DTYPES}
 # The PyTorch aliases people write.
-_BY_NAME.update(
-    {"float": float32, "double": float64, "half": float16, "long": int64, "int": int32}
-)
+_BY_NAME.update({"float": float32, "double": float64, "half": float16, "long": int64, "int": int32})
 _RANK = {d: i for i, d in enumerate(ALL_DTYPES)}
 
 
@@ -113,9 +111,7 @@ def get_default_dtype() -> dtype:
 
 def set_default_dtype(d: dtype) -> None:
     if d not in (float16, float32, float64):
-        raise TypeError(
-            "only floating-point types are supported as the default type"
-        )
+        raise TypeError("only floating-point types are supported as the default type")
     _default_dtype[0] = d
 
 

@@ -120,43 +120,82 @@ def empty(*size: Any, dtype: dtype | None = None, device: Any = None, requires_g
     return _new(np.zeros(_shape(size), _float(dtype)._np), requires_grad)
 
 
-def full(size: Sequence[int], fill_value: Any, dtype: dtype | None = None, device: Any = None,
-         requires_grad: bool = False) -> Tensor:
+def full(
+    size: Sequence[int],
+    fill_value: Any,
+    dtype: dtype | None = None,
+    device: Any = None,
+    requires_grad: bool = False,
+) -> Tensor:
     d = dtype or _infer_dtype(fill_value)
     return _new(np.full(_shape((size,)), fill_value, d._np), requires_grad)
 
 
-def arange(start: Any, end: Any = None, step: Any = 1, dtype: dtype | None = None, device: Any = None,
-           requires_grad: bool = False) -> Tensor:
+def arange(
+    start: Any,
+    end: Any = None,
+    step: Any = 1,
+    dtype: dtype | None = None,
+    device: Any = None,
+    requires_grad: bool = False,
+) -> Tensor:
     if end is None:
         start, end = 0, start
     if dtype is None:
-        dtype = _dtype.int64 if all(isinstance(v, int) for v in (start, end, step)) else _dtype.get_default_dtype()
+        dtype = (
+            _dtype.int64
+            if all(isinstance(v, int) for v in (start, end, step))
+            else _dtype.get_default_dtype()
+        )
     return _new(np.arange(start, end, step).astype(dtype._np), requires_grad)
 
 
-def linspace(start: float, end: float, steps: int, dtype: dtype | None = None, device: Any = None,
-             requires_grad: bool = False) -> Tensor:
+def linspace(
+    start: float,
+    end: float,
+    steps: int,
+    dtype: dtype | None = None,
+    device: Any = None,
+    requires_grad: bool = False,
+) -> Tensor:
     return _new(np.linspace(start, end, steps).astype(_float(dtype)._np), requires_grad)
 
 
-def eye(n: int, m: int | None = None, dtype: dtype | None = None, device: Any = None,
-        requires_grad: bool = False) -> Tensor:
+def eye(
+    n: int, m: int | None = None, dtype: dtype | None = None, device: Any = None, requires_grad: bool = False
+) -> Tensor:
     return _new(np.eye(n, m, dtype=_float(dtype)._np), requires_grad)
 
 
-def rand(*size: Any, generator: Generator | None = None, dtype: dtype | None = None, device: Any = None,
-         requires_grad: bool = False) -> Tensor:
+def rand(
+    *size: Any,
+    generator: Generator | None = None,
+    dtype: dtype | None = None,
+    device: Any = None,
+    requires_grad: bool = False,
+) -> Tensor:
     return _new(_gen(generator).random(_shape(size)).astype(_float(dtype)._np), requires_grad)
 
 
-def randn(*size: Any, generator: Generator | None = None, dtype: dtype | None = None, device: Any = None,
-          requires_grad: bool = False) -> Tensor:
+def randn(
+    *size: Any,
+    generator: Generator | None = None,
+    dtype: dtype | None = None,
+    device: Any = None,
+    requires_grad: bool = False,
+) -> Tensor:
     return _new(_gen(generator).standard_normal(_shape(size)).astype(_float(dtype)._np), requires_grad)
 
 
-def randint(low: int, high: int | None = None, size: Sequence[int] = (), generator: Generator | None = None,
-            dtype: dtype | None = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+def randint(
+    low: int,
+    high: int | None = None,
+    size: Sequence[int] = (),
+    generator: Generator | None = None,
+    dtype: dtype | None = None,
+    device: Any = None,
+    requires_grad: bool = False,
+) -> Tensor:
     if high is None:
         low, high = 0, low
     d = dtype or _dtype.int64
@@ -167,36 +206,66 @@ def _like(t: Tensor, dtype: dtype | None) -> tuple[tuple[int, ...], dtype]:
     return tuple(t.shape), dtype or t.dtype
 
 
-def zeros_like(input: Tensor, dtype: dtype | None = None, device: Any = None, requires_grad: bool = False,  # noqa: A002
-               memory_format: Any = None) -> Tensor:
+def zeros_like(
+    input: Tensor,
+    dtype: dtype | None = None,
+    device: Any = None,
+    requires_grad: bool = False,  # noqa: A002
+    memory_format: Any = None,
+) -> Tensor:
     shape, d = _like(input, dtype)
     return _new(np.zeros(shape, d._np), requires_grad)
 
 
-def ones_like(input: Tensor, dtype: dtype | None = None, device: Any = None, requires_grad: bool = False,  # noqa: A002
-              memory_format: Any = None) -> Tensor:
+def ones_like(
+    input: Tensor,
+    dtype: dtype | None = None,
+    device: Any = None,
+    requires_grad: bool = False,  # noqa: A002
+    memory_format: Any = None,
+) -> Tensor:
     shape, d = _like(input, dtype)
     return _new(np.ones(shape, d._np), requires_grad)
 
 
-def empty_like(input: Tensor, dtype: dtype | None = None, device: Any = None, requires_grad: bool = False,  # noqa: A002
-               memory_format: Any = None) -> Tensor:
+def empty_like(
+    input: Tensor,
+    dtype: dtype | None = None,
+    device: Any = None,
+    requires_grad: bool = False,  # noqa: A002
+    memory_format: Any = None,
+) -> Tensor:
     return zeros_like(input, dtype=dtype, requires_grad=requires_grad)
 
 
-def full_like(input: Tensor, fill_value: Any, dtype: dtype | None = None, device: Any = None,  # noqa: A002
-              requires_grad: bool = False) -> Tensor:
+def full_like(
+    input: Tensor,
+    fill_value: Any,
+    dtype: dtype | None = None,
+    device: Any = None,  # noqa: A002
+    requires_grad: bool = False,
+) -> Tensor:
     shape, d = _like(input, dtype)
     return _new(np.full(shape, fill_value, d._np), requires_grad)
 
 
-def rand_like(input: Tensor, dtype: dtype | None = None, device: Any = None, requires_grad: bool = False,  # noqa: A002
-              generator: Generator | None = None) -> Tensor:
+def rand_like(
+    input: Tensor,
+    dtype: dtype | None = None,
+    device: Any = None,
+    requires_grad: bool = False,  # noqa: A002
+    generator: Generator | None = None,
+) -> Tensor:
     shape, d = _like(input, dtype)
     return _new(_gen(generator).random(shape).astype(d._np), requires_grad)
 
 
-def randn_like(input: Tensor, dtype: dtype | None = None, device: Any = None, requires_grad: bool = False,  # noqa: A002
-               generator: Generator | None = None) -> Tensor:
+def randn_like(
+    input: Tensor,
+    dtype: dtype | None = None,
+    device: Any = None,
+    requires_grad: bool = False,  # noqa: A002
+    generator: Generator | None = None,
+) -> Tensor:
     shape, d = _like(input, dtype)
     return _new(_gen(generator).standard_normal(shape).astype(d._np), requires_grad)

@@ -64,6 +64,19 @@ class device:  # noqa: N801 - PyTorch's name
 
 _CPU = device()
 
+# caffe2::TypeMeta names, which PyTorch's messages print for a dtype.
+_CPP_TYPE_NAMES = {
+    "float32": "float",
+    "float64": "double",
+    "float16": "c10::Half",
+    "int64": "long int",
+    "int32": "int",
+    "uint8": "unsigned char",
+    "bool": "bool",
+    "complex64": "c10::complex<float>",
+    "complex128": "c10::complex<double>",
+}
+
 
 class _VersionCounter:
     """Shared by a tensor, its views and its ``detach()``es; bumped by every in-place op.
@@ -164,7 +177,9 @@ class Tensor:
         t = object.__new__(cls)
         _init_tensor(t, data)
         if requires_grad:
-            t._set_requires_grad(True, "Only Tensors of floating point and complex dtype can require gradients")
+            t._set_requires_grad(
+                True, "Only Tensors of floating point and complex dtype can require gradients"
+            )
         return t
 
     # --- plain attributes -------------------------------------------------------------------
@@ -283,6 +298,13 @@ class Tensor:
 
         return tensor_repr(self)
 
+    def __format__(self, format_spec: str) -> str:
+        # As in PyTorch, a 0-d tensor formats as its Python number: f"{t}" gives "0.35", not
+        # "tensor(0.3500)" (gradcheck's messages rely on it).
+        if self._data.ndim == 0:
+            return format(self._data.item(), format_spec)
+        return object.__format__(self, format_spec)
+
     def __reduce_ex__(self, protocol: Any) -> Any:
         return (_rebuild, (self._data.copy(), self.requires_grad))
 
@@ -312,7 +334,9 @@ class Tensor:
                     "differentiation use var_no_grad = var.detach()."
                 )
             )
-        self._set_requires_grad(value, "only Tensors of floating point and complex dtype can require gradients")
+        self._set_requires_grad(
+            value, "only Tensors of floating point and complex dtype can require gradients"
+        )
 
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:
         if self._grad_fn is not None:
@@ -377,11 +401,22 @@ class Tensor:
     def grad(self, value: Tensor | None) -> None:
         if value is not None:
             if not isinstance(value, Tensor):
-                raise TypeError("assigned grad expected to be a Tensor or None but got grad")
+                raise TypeError(
+                    "assigned grad expected to be a Tensor or None but got grad of type "
+                    f"{type(value).__name__}"
+                )
             if value._dtype is not self._dtype:
-                raise RuntimeError("assigned grad has data of a different type")
-            if tuple(value.shape) != tuple(self.shape):
-                raise RuntimeError("assigned grad has data of a different size")
+                got, want = _CPP_TYPE_NAMES[value._dtype.name], _CPP_TYPE_NAMES[self._dtype.name]
+                raise RuntimeError(
+                    f"attempting to assign a gradient with dtype '{got}' to a tensor with dtype '{want}'. "
+                    "Please ensure that the gradient and the tensor have the same dtype"
+                )
+            if value._data.shape != self._data.shape:
+                got_size, want_size = list(value._data.shape), list(self._data.shape)
+                raise RuntimeError(
+                    f"attempting to assign a gradient of size '{got_size}' to a tensor of size "
+                    f"'{want_size}'. Please ensure that the gradient and the tensor are the same size"
+                )
         self._grad = value
 
     @property
@@ -427,6 +462,39 @@ class Tensor:
         # The op methods are installed from the op table at import time (one place per op);
         # this tells the type checker they exist.
         def __getattr__(self, name: str) -> Any: ...
+
+        # Operators, likewise installed by engine/ops/_methods.py.
+        def __add__(self, other: Any) -> Tensor: ...
+        def __radd__(self, other: Any) -> Tensor: ...
+        def __iadd__(self, other: Any) -> Tensor: ...
+        def __sub__(self, other: Any) -> Tensor: ...
+        def __rsub__(self, other: Any) -> Tensor: ...
+        def __isub__(self, other: Any) -> Tensor: ...
+        def __mul__(self, other: Any) -> Tensor: ...
+        def __rmul__(self, other: Any) -> Tensor: ...
+        def __imul__(self, other: Any) -> Tensor: ...
+        def __truediv__(self, other: Any) -> Tensor: ...
+        def __rtruediv__(self, other: Any) -> Tensor: ...
+        def __itruediv__(self, other: Any) -> Tensor: ...
+        def __pow__(self, other: Any) -> Tensor: ...
+        def __rpow__(self, other: Any) -> Tensor: ...
+        def __matmul__(self, other: Any) -> Tensor: ...
+        def __rmatmul__(self, other: Any) -> Tensor: ...
+        def __neg__(self) -> Tensor: ...
+        def __pos__(self) -> Tensor: ...
+        def __abs__(self) -> Tensor: ...
+        def __invert__(self) -> Tensor: ...
+        def __and__(self, other: Any) -> Tensor: ...
+        def __or__(self, other: Any) -> Tensor: ...
+        def __xor__(self, other: Any) -> Tensor: ...
+        def __lt__(self, other: Any) -> Tensor: ...
+        def __le__(self, other: Any) -> Tensor: ...
+        def __gt__(self, other: Any) -> Tensor: ...
+        def __ge__(self, other: Any) -> Tensor: ...
+        def __eq__(self, other: Any) -> Tensor: ...  # type: ignore[override]
+        def __ne__(self, other: Any) -> Tensor: ...  # type: ignore[override]
+        def __getitem__(self, index: Any) -> Tensor: ...
+        def __setitem__(self, index: Any, value: Any) -> None: ...
 
 
 def _init_tensor(t: Tensor, data: np.ndarray) -> None:

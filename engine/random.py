@@ -54,8 +54,7 @@ class Generator:
     def set_state(self, state: dict[str, Any]) -> Generator:
         if not isinstance(state, dict) or "bit_generator" not in state:
             raise TypeError(
-                f"expected an engine RNG state (a NumPy bit-generator state dict), got "
-                f"{type(state).__name__}"
+                f"expected an engine RNG state (a NumPy bit-generator state dict), got {type(state).__name__}"
             )
         self._np.bit_generator.state = copy.deepcopy(state)
         return self
@@ -92,7 +91,11 @@ def set_rng_state(new_state: dict[str, Any]) -> None:
 
 @contextlib.contextmanager
 def fork_rng(
-    devices: Any = None, enabled: bool = True, _caller: str = "fork_rng", _devices_kw: str = "devices", device_type: str = "cpu"
+    devices: Any = None,
+    enabled: bool = True,
+    _caller: str = "fork_rng",
+    _devices_kw: str = "devices",
+    device_type: str = "cpu",
 ) -> PyGenerator[None, None, None]:
     """Restore the global generator's state when the block exits: random numbers drawn inside
     do not affect what is drawn after it."""

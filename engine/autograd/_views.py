@@ -137,7 +137,7 @@ class CopySlices(Node):
                 task.exec_info[fn_next].needed = True
         result = ops.clone(grad, memory_format="contiguous")
         grad_slice = ops.as_strided(result, self.view_size, self.view_stride, self.view_offset)
-        res = self.fn.apply([ops.clone(grad_slice)])
+        res = self.fn._apply([ops.clone(grad_slice)])
         grad_inputs: list[Tensor | None] = [None] * self.num_outputs()
         for i, r in enumerate(res):
             if self.task_should_compute_output(i):

@@ -19,10 +19,10 @@ from engine.autograd.graph import AccumulateGrad, Edge, InputMetadata, Node, _an
 __all__ = ["Engine", "GraphTask", "current_graph_task"]
 
 CREATE_GRAPH_CYCLE_WARNING = (
-    "Using backward() with create_graph=True will create a reference cycle between the parameter and its "
-    "gradient which can cause a memory leak. We recommend using autograd.grad when creating the graph to avoid "
-    "this. If you have to use this function, make sure to reset the .grad fields of your parameters to None "
-    "after use to break the cycle and avoid the leak."
+    "Using backward() with create_graph=True will create a reference cycle between the parameter and "
+    "its gradient which can cause a memory leak. We recommend using autograd.grad when creating the graph "
+    "to avoid this. If you have to use this function, make sure to reset the .grad fields of your "
+    "parameters to None after use to break the cycle and avoid the leak."
 )
 _warned_create_graph_cycle = [False]
 
@@ -427,7 +427,7 @@ def call_function(task: GraphTask, fn: Node, inputs: list[Tensor | None]) -> lis
     inputs = call_pre_hooks(fn, inputs)
     if not task.keep_graph:
         fn.will_release_variables()
-    outputs = fn.apply(list(inputs))
+    outputs = fn._apply(list(inputs))
     outputs = validate_outputs(fn._next_edges, outputs, lambda msg: f"Function {fn.name()} returned an {msg}")
     if fn._post_hooks:
         outputs = call_post_hooks(fn, outputs, inputs)
@@ -498,11 +498,16 @@ def validate_outputs(
                         f"shape compatible with {list(meta.shape)}"
                     )
                 )
+        # A complex gradient for a real input is an error: formulas of real-to-complex ops take
+        # the real part themselves (derivatives.yaml's handle_r_to_c), as in PyTorch.
+        if not grad._dtype.is_floating_point and meta.dtype.is_complex != grad._dtype.is_complex:
+            raise RuntimeError(
+                "Expected isFloatingType(grad.scalar_type()) || (input_is_complex == grad_is_complex) to be "
+                "true, but got false.  (Could this error message be improved?  If so, please report an "
+                "enhancement request to PyTorch.)"
+            )
         if grad._dtype is not meta.dtype:
-            if grad._dtype.is_complex and not meta.dtype.is_complex:
-                grad = grad.real
-            if grad._dtype is not meta.dtype:
-                grad = grad.to(meta.dtype)
+            grad = grad.to(meta.dtype)
         grads[i] = grad
     return grads
 

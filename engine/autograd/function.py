@@ -95,7 +95,22 @@ class BackwardCFunction(Node, FunctionCtx):
     def name(self) -> str:
         return type(self).__name__
 
-    def apply(self, grads: list[Tensor | None]) -> list[Tensor | None]:
+    def apply(self, *args: Any) -> Any:
+        """Run the user's backward (or vjp) on ``args`` (PyTorch's ``BackwardCFunction.apply``)."""
+        cls = self._forward_cls
+        backward_fn, vjp_fn = cls.backward, cls.vjp
+        if backward_fn is not Function.backward and vjp_fn is not Function.vjp:
+            raise RuntimeError(
+                "Implementing both 'backward' and 'vjp' for a custom Function is not allowed. You should "
+                "only implement one of them."
+            )
+        user_fn = vjp_fn if vjp_fn is not Function.vjp else backward_fn
+        return user_fn(self, *args)
+
+    def __call__(self, *args: Any) -> Any:
+        raise TypeError(f"'{type(self).__name__}' object is not callable")
+
+    def _apply(self, grads: list[Tensor | None]) -> list[Tensor | None]:
         from engine import zeros
 
         # A missing gradient becomes zeros (unless set_materialize_grads(False)); a
@@ -112,9 +127,7 @@ class BackwardCFunction(Node, FunctionCtx):
                 args.append(g)
             else:
                 args.append(zeros(info[0], dtype=info[1]))
-        cls = self._forward_cls
-        backward = cls.backward if cls.backward is not Function.backward else cls.vjp
-        result = backward(self, *args)
+        result = self.apply(*args)
         if not isinstance(result, tuple):
             result = (result,)
         n_forward = len(self._is_variable_input)

@@ -147,8 +147,16 @@ class Node:
     def apply(self, grads: list[Tensor | None]) -> list[Tensor | None]:
         raise NotImplementedError(f"{self.name()} does not implement apply")
 
+    def _apply(self, grads: list[Tensor | None]) -> list[Tensor | None]:
+        """What the engine calls: ``apply`` (a custom Function's node keeps the name ``apply``
+        for PyTorch's user-facing ``ctx.apply(*grads)``)."""
+        return self.apply(grads)
+
     def __call__(self, *grads: Tensor | None) -> Any:
-        return self.apply(list(grads))
+        # Calling a node runs its backward formula directly; like PyTorch, one result is returned
+        # as is, several (or none) as a tuple.
+        out = self.apply(list(grads))
+        return out[0] if len(out) == 1 else tuple(out)
 
     def release_variables(self) -> None:
         for saved in self._saved.values():
@@ -173,11 +181,15 @@ class Node:
         self._saved[name] = SavedVariable(t, is_output, saved_for=self)
 
     def __getattr__(self, name: str) -> Any:
-        # ``_saved_self`` / ``_raw_saved_self``: PyTorch's generated accessors.
+        # ``_saved_self`` / ``_raw_saved_self``: PyTorch's generated accessors. A tensor the op can
+        # save but did not (``mul`` saves ``self`` only if ``other`` requires grad) reads as None,
+        # like PyTorch's default-constructed SavedVariable.
         if name.startswith("_raw_saved_"):
             key = name[len("_raw_saved_") :]
             if key in self.__dict__.get("_saved", {}):
                 return SavedTensor(self._saved[key])
+            if key in self._saveable_names():
+                return SavedTensor(SavedVariable(None, False))
         elif name.startswith("_saved_"):
             key = name[len("_saved_") :]
             if key in self.__dict__.get("_saved", {}):
@@ -185,7 +197,14 @@ class Node:
             attrs = self.__dict__.get("_saved_attrs", {})
             if key in attrs:
                 return attrs[key]
+            if key in self._saveable_names():
+                return None
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+    def _saveable_names(self) -> tuple[str, ...]:
+        # Generated nodes carry their op-table entry (engine/ops/_dispatch.py) as ``op``.
+        op = getattr(type(self), "op", None)
+        return (*op.saved_inputs, *op.saved_outputs) if op is not None else ()
 
     def __repr__(self) -> str:
         return f"<{self.name()} object at {hex(id(self))}>"
@@ -446,10 +465,11 @@ class SavedTensor:
     ) -> None:
         sv = self._saved
         if sv._was_default_constructed:
-            raise RuntimeError("Calling register_hooks on a saved tensor whose value is None is forbidden")
+            raise RuntimeError("Calling register_hooks on a saved tensor with value None is forbidden")
         if sv._hooks is not None:
             raise RuntimeError(
-                "Calling register_hooks on a saved tensor with hooks already registered is forbidden"
+                "Calling register_hooks on a saved tensor whose hooks have already been set. Hint: only "
+                "one pair of hooks is allowed at a time."
             )
         if sv._data is None:
             raise RuntimeError(
@@ -460,7 +480,13 @@ class SavedTensor:
                 "backward."
             )
         if not callable(pack_hook) or not callable(unpack_hook):
-            raise TypeError("Expected both arguments to be callables")
+            # pybind11's message for arguments that are not callables.
+            raise TypeError(
+                "register_hooks(): incompatible function arguments. The following argument types are "
+                "supported:\n    1. (self: engine._C._autograd.SavedTensor, arg0: Callable, arg1: Callable) "
+                f"-> None\n\nInvoked with: <engine._C._autograd.SavedTensor object at {hex(id(self))}>, "
+                f"{pack_hook!r}, {unpack_hook!r}"
+            )
         data = sv._data
         if sv._saved_original:
             sv._save_metadata(data)

@@ -13,6 +13,7 @@ from engine.ops import (  # noqa: F401  (each registers its ops)
     activation,
     extrema,
     indexing,
+    join,
     linalg,
     loss,
     nn_ops,
@@ -20,6 +21,7 @@ from engine.ops import (  # noqa: F401  (each registers its ops)
     reduction,
     shape,
     softmax,
+    tensor_indexing,
 )
 from engine.ops._dispatch import OPS, CompositeOp, DispatchMode, Op, composite, op
 

@@ -88,9 +88,7 @@ class Op:
         self.dtypes = dtypes
         self.view = view
         self.outputs = tuple(outputs)
-        self.differentiable_outputs = tuple(
-            differentiable_outputs or (True,) * len(self.outputs)
-        )
+        self.differentiable_outputs = tuple(differentiable_outputs or (True,) * len(self.outputs))
         self.inplace_of = inplace_of
         self.inplace = inplace or inplace_of is not None
         self.samples = samples
@@ -99,12 +97,8 @@ class Op:
         sig = inspect.signature(kernel)
         self.params = tuple(sig.parameters.values())
         self.param_names = tuple(p.name for p in self.params)
-        self._positional = tuple(
-            p.name for p in self.params if p.kind is not inspect.Parameter.KEYWORD_ONLY
-        )
-        self._defaults = {
-            p.name: p.default for p in self.params if p.default is not inspect.Parameter.empty
-        }
+        self._positional = tuple(p.name for p in self.params if p.kind is not inspect.Parameter.KEYWORD_ONLY)
+        self._defaults = {p.name: p.default for p in self.params if p.default is not inspect.Parameter.empty}
         annotations = {p.name: str(p.annotation) for p in self.params}
         # ``OptionalTensorList`` is PyTorch's ``Tensor?[]`` (``index``'s indices): None entries allowed.
         self.tensor_params = tuple(
@@ -134,8 +128,7 @@ class Op:
         # For each saved input: the inputs whose formulas use it (it is saved if any of them
         # requires grad).
         self.saved_input_users = {
-            s: tuple(i for i, f in self.derivatives.items() if s in f.needs)
-            for s in self.saved_inputs
+            s: tuple(i for i, f in self.derivatives.items() if s in f.needs) for s in self.saved_inputs
         }
         self.saves_original_self = saves_original_self
 
@@ -151,8 +144,7 @@ class Op:
     def _bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
         if len(args) > len(self._positional):
             raise TypeError(
-                f"{self.name}() takes {len(self._positional)} positional arguments but "
-                f"{len(args)} were given"
+                f"{self.name}() takes {len(self._positional)} positional arguments but {len(args)} were given"
             )
         bound = dict(zip(self._positional, args, strict=False))
         for k, v in kwargs.items():
@@ -320,9 +312,7 @@ def _autograd_call(op: Op, bound: dict[str, Any]) -> Any:
         node = _make_node(op, inputs, _input_slots(op, bound))
         for name in op.saved_inputs:
             users = op.saved_input_users[name]
-            if not any(
-                node.should_compute_output(i) for i, s in enumerate(node._slots) if s in users
-            ):
+            if not any(node.should_compute_output(i) for i, s in enumerate(node._slots) if s in users):
                 continue
             value = bound[name]
             if op.is_inplace and name == "self":
@@ -331,7 +321,7 @@ def _autograd_call(op: Op, bound: dict[str, Any]) -> Any:
 
                 value = clone(value)
             if name in op.list_params:
-                node._saved[name] = _SavedVariableList(value, node)
+                node._saved[name] = _SavedVariableList(value, node)  # type: ignore[assignment]
             else:
                 node.save(name, value)
         for name in op.saved_attrs:
@@ -474,6 +464,8 @@ def _inplace_or_view(op: Op, bound: dict[str, Any]) -> Any:
 
 def _as_view(base: Tensor, view: Tensor, kind: str) -> None:
     view._version_counter = base._version_counter
+    # A view is an inference tensor iff its base is, whatever the mode it was made in.
+    view._inference = base._inference
     if kind == "alias":  # detach(): shares data and version, but is not a differentiable view
         return
     if _tls.inference_mode:
@@ -504,7 +496,11 @@ class DispatchMode:
     """
 
     def __torch_dispatch__(
-        self, func: Op, types: tuple[type, ...], args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None
+        self,
+        func: Op,
+        types: tuple[type, ...],
+        args: tuple[Any, ...] = (),
+        kwargs: dict[str, Any] | None = None,
     ) -> Any:
         return func(*args, **(kwargs or {}))
 
@@ -547,7 +543,7 @@ def _run_kernel(op: Op, bound: dict[str, Any]) -> Any:
             common = _dtype.get_default_dtype()
         cast_to = common
         out_dtype = _dtype.bool_ if op.dtypes == "bool" else common
-    args = {}
+    args: dict[str, Any] = {}
     for n, v in bound.items():
         if n in op.list_params:
             args[n] = [None if t is None else _cast(t._data, cast_to) for t in v]

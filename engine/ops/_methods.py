@@ -91,5 +91,5 @@ def install(namespace: dict[str, Any]) -> None:
     Tensor.__invert__ = lambda self: ops.logical_not(self)  # type: ignore[method-assign]
     Tensor.__hash__ = lambda self: id(self)  # type: ignore[method-assign]
     Tensor.where = lambda self, condition, other: ops.where(condition, self, other)  # type: ignore[attr-defined]
-    Tensor.__getitem__ = lambda self, index: ops.indexing.getitem(self, index)  # type: ignore[method-assign]
-    Tensor.__setitem__ = lambda self, index, value: ops.indexing.setitem(self, index, value)  # type: ignore[method-assign]
+    Tensor.__getitem__ = ops.tensor_indexing.getitem  # type: ignore[method-assign]
+    Tensor.__setitem__ = ops.tensor_indexing.setitem  # type: ignore[method-assign]

@@ -154,9 +154,7 @@ def softplus_backward(grad_output: Tensor, self: Tensor, beta: float, threshold:
 
 
 @op(
-    derivatives={
-        "self": lambda grad, self, beta, threshold: softplus_backward(grad, self, beta, threshold)
-    },
+    derivatives={"self": lambda grad, self, beta, threshold: softplus_backward(grad, self, beta, threshold)},
     dtypes="float",
     samples=lambda: [*_unary(), SampleInput((T.of(2, 3),), {"beta": 2.0, "threshold": 1.0})],
 )

@@ -196,8 +196,11 @@ def pow_Scalar(self: float, exponent: Tensor) -> Array:  # noqa: N802
     return np.power(float(self), exponent)
 
 
-@op(derivatives={"self": lambda grad, result: -grad * (result * result).conj()}, dtypes="float",
-    samples=lambda: _unary(0.5, 2.0))
+@op(
+    derivatives={"self": lambda grad, result: -grad * (result * result).conj()},
+    dtypes="float",
+    samples=lambda: _unary(0.5, 2.0),
+)
 def reciprocal(self: Tensor) -> Array:
     return 1.0 / self
 
@@ -236,26 +239,39 @@ def exp(self: Tensor) -> Array:
     return np.exp(self)
 
 
-@op(derivatives={"self": lambda grad, self: grad / self.conj()}, dtypes="float",
-    samples=lambda: _unary(0.5, 3.0))
+@op(
+    derivatives={"self": lambda grad, self: grad / self.conj()},
+    dtypes="float",
+    samples=lambda: _unary(0.5, 3.0),
+)
 def log(self: Tensor) -> Array:
     return np.log(self)
 
 
-@op(derivatives={"self": lambda grad, self: grad / (self + 1).conj()}, dtypes="float",
-    node="Log1PBackward0", samples=lambda: _unary(0.0, 3.0))
+@op(
+    derivatives={"self": lambda grad, self: grad / (self + 1).conj()},
+    dtypes="float",
+    node="Log1PBackward0",
+    samples=lambda: _unary(0.0, 3.0),
+)
 def log1p(self: Tensor) -> Array:
     return np.log1p(self)
 
 
-@op(derivatives={"self": lambda grad, result: grad / (2 * result.conj())}, dtypes="float",
-    samples=lambda: _unary(0.5, 3.0))
+@op(
+    derivatives={"self": lambda grad, result: grad / (2 * result.conj())},
+    dtypes="float",
+    samples=lambda: _unary(0.5, 3.0),
+)
 def sqrt(self: Tensor) -> Array:
     return np.sqrt(self)
 
 
-@op(derivatives={"self": lambda grad, result: -0.5 * grad * result.pow(3).conj()},
-    dtypes="float", samples=lambda: _unary(0.5, 3.0))
+@op(
+    derivatives={"self": lambda grad, result: -0.5 * grad * result.pow(3).conj()},
+    dtypes="float",
+    samples=lambda: _unary(0.5, 3.0),
+)
 def rsqrt(self: Tensor) -> Array:
     return 1.0 / np.sqrt(self)
 
@@ -270,20 +286,29 @@ def cos(self: Tensor) -> Array:
     return np.cos(self)
 
 
-@op(derivatives={"self": lambda grad, result: grad * (1 + result.pow(2)).conj()}, dtypes="float",
-    samples=lambda: _unary(-1.2, 1.2))
+@op(
+    derivatives={"self": lambda grad, result: grad * (1 + result.pow(2)).conj()},
+    dtypes="float",
+    samples=lambda: _unary(-1.2, 1.2),
+)
 def tan(self: Tensor) -> Array:
     return np.tan(self)
 
 
-@op(derivatives={"self": lambda grad, result: grad * (1 - result * result).conj()},
-    dtypes="float", samples=_unary)
+@op(
+    derivatives={"self": lambda grad, result: grad * (1 - result * result).conj()},
+    dtypes="float",
+    samples=_unary,
+)
 def tanh(self: Tensor) -> Array:
     return np.tanh(self)
 
 
-@op(derivatives={"self": lambda grad, result: grad * (result * (1 - result)).conj()},
-    dtypes="float", samples=_unary)
+@op(
+    derivatives={"self": lambda grad, result: grad * (result * (1 - result)).conj()},
+    dtypes="float",
+    samples=_unary,
+)
 def sigmoid(self: Tensor) -> Array:
     # Split by sign so that exp never overflows.
     out = np.empty_like(self)
@@ -396,9 +421,7 @@ def _cmp(name: str, fn: np.ufunc) -> None:
         return fn(self, other)
 
     kernel.__name__ = name
-    globals()[name] = op(dtypes="bool", samples=lambda: [SampleInput((T.of(2, 3), T.of(2, 3)))])(
-        kernel
-    )
+    globals()[name] = op(dtypes="bool", samples=lambda: [SampleInput((T.of(2, 3), T.of(2, 3)))])(kernel)
 
 
 for _name, _fn in (
@@ -448,7 +471,9 @@ pow_Tensor_Tensor_ = inplace_variant(pow_Tensor_Tensor, "pow_.Tensor")
 # --- routers: one Python name, several aten overloads ---------------------------------------
 
 
-@composite(samples=lambda: [SampleInput((T((2, 3), 0.5, 2.0), 2)), SampleInput((T((2, 3), 0.5, 2.0), T((2, 3))))])
+@composite(
+    samples=lambda: [SampleInput((T((2, 3), 0.5, 2.0), 2)), SampleInput((T((2, 3), 0.5, 2.0), T((2, 3))))]
+)
 def pow(self: Tensor | float, exponent: Tensor | float) -> Tensor:  # noqa: A001
     if not isinstance(self, Tensor):
         return pow_Scalar(self, exponent)
@@ -481,6 +506,8 @@ def clamp_(self: Tensor, min: Tensor | float | None = None, max: Tensor | float 
 @composite(function=True, method=False)
 def rsub(self: Tensor, other: float, alpha: float = 1) -> Tensor:
     return rsub_Scalar(self, other, alpha)
+
+
 exp_ = inplace_variant(exp)
 sigmoid_ = inplace_variant(sigmoid)
 tanh_ = inplace_variant(tanh)

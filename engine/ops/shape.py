@@ -118,8 +118,7 @@ def flatten(self: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     return reshape(self, (*shape[:start], -1, *shape[end + 1 :]))
 
 
-@op(derivatives={"self": lambda grad: grad}, dtypes="keep",
-    samples=lambda: [SampleInput((T.of(2, 3),))])
+@op(derivatives={"self": lambda grad: grad}, dtypes="keep", samples=lambda: [SampleInput((T.of(2, 3),))])
 def clone(self: Tensor, memory_format: Any = None) -> Array:
     return np.array(self, copy=True, order="C")
 
@@ -210,9 +209,7 @@ def _inverse_permutation(dims: Sequence[int]) -> tuple[int, ...]:
 
 @op(
     derivatives={
-        "self": lambda grad, dims: grad.permute(
-            _inverse_permutation([d % len(dims) for d in dims])
-        )
+        "self": lambda grad, dims: grad.permute(_inverse_permutation([d % len(dims) for d in dims]))
     },
     view="view",
     dtypes="keep",
@@ -238,8 +235,13 @@ def transpose(self: Tensor, dim0: int, dim1: int) -> Array:
     return np.swapaxes(self, _wrap_dim(dim0, self.ndim), _wrap_dim(dim1, self.ndim))
 
 
-@op(derivatives={"self": lambda grad: grad.t()}, view="view", dtypes="keep",
-    node="TBackward0", samples=lambda: [SampleInput((T.of(2, 3),)), SampleInput((T.of(3),))])
+@op(
+    derivatives={"self": lambda grad: grad.t()},
+    view="view",
+    dtypes="keep",
+    node="TBackward0",
+    samples=lambda: [SampleInput((T.of(2, 3),)), SampleInput((T.of(3),))],
+)
 def t(self: Tensor) -> Array:
     if self.ndim > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {self.ndim}D")
@@ -298,7 +300,6 @@ def sum_to_size(self: Tensor, *size: Any) -> Tensor:
     return out.view(shape) if lead else out
 
 
-
 # --- select / slice / as_strided ---------------------------------------------------------------
 
 
@@ -329,16 +330,12 @@ def select(self: Tensor, dim: int, index: int) -> Array:
     d = _wrap_dim(dim, self.ndim)
     size = self.shape[d]
     if not -size <= index < size:
-        raise IndexError(
-            f"index {index} is out of bounds for dimension {d} with size {size}"
-        )
+        raise IndexError(f"index {index} is out of bounds for dimension {d} with size {size}")
     return _select_view(self, d, index)
 
 
 @op(
-    derivatives={
-        "grad": lambda grad, dim, start, end, step: grad.slice(dim, start, end, step)
-    },
+    derivatives={"grad": lambda grad, dim, start, end, step: grad.slice(dim, start, end, step)},
     dtypes="keep",
     method=False,
     function=False,
@@ -365,8 +362,9 @@ def slice_backward(
     function=False,
     samples=lambda: [SampleInput((T.of(4, 3), 0, 1, 3, 1)), SampleInput((T.of(4, 3), 1, 0, 3, 2))],
 )
-def slice_(self: Tensor, dim: int = 0, start: int | None = None, end: int | None = None,
-           step: int = 1) -> Array:
+def slice_(
+    self: Tensor, dim: int = 0, start: int | None = None, end: int | None = None, step: int = 1
+) -> Array:
     if self.ndim == 0:
         raise IndexError("slice() cannot be applied to a 0-dim tensor.")
     if step <= 0:
@@ -394,7 +392,10 @@ def narrow(self: Tensor, dim: int, start: int, length: int) -> Tensor:
     function=False,
 )
 def _as_strided_scatter_add(
-    grad: Tensor, base_sizes: Sequence[int], size: Sequence[int], stride: Sequence[int],
+    grad: Tensor,
+    base_sizes: Sequence[int],
+    size: Sequence[int],
+    stride: Sequence[int],
     storage_offset: int,
 ) -> Array:
     out = np.zeros(int(np.prod(base_sizes)), grad.dtype)
@@ -423,118 +424,13 @@ def as_strided(self: Tensor, size: Sequence[int], stride: Sequence[int], storage
     flat = self.reshape(-1) if self.flags.c_contiguous else np.ascontiguousarray(self).reshape(-1)
     item = flat.itemsize
     return _np_as_strided(
-        flat[storage_offset:] if storage_offset < flat.size else flat[flat.size:],
+        flat[storage_offset:] if storage_offset < flat.size else flat[flat.size :],
         shape=tuple(size),
         strides=tuple(s * item for s in stride),
     )
 
 
-# --- several outputs ----------------------------------------------------------------------------
-
-
-def _split_backward(grads: list[Tensor | None], dim: int, sizes: Sequence[int], self_sym_sizes: tuple[int, ...],
-                    like: Tensor) -> Tensor:
-    parts = []
-    for g, n in zip(grads, sizes, strict=True):
-        if g is None:
-            shape = list(self_sym_sizes)
-            shape[dim] = n
-            g = zeros(shape, dtype=like.dtype)
-        parts.append(g)
-    return cat(parts, dim)
-
-
-def _split_sizes(length: int, split_size: int) -> list[int]:
-    if split_size == 0 and length == 0:
-        return [0]
-    n = max(1, -(-length // split_size))
-    return [min(split_size, length - i * split_size) for i in range(n)]
-
-
-@op(
-    derivatives={
-        "self": lambda grads, self_sym_sizes, split_size, dim: _split_backward(
-            grads, _wrap_dim(dim, len(self_sym_sizes)),
-            _split_sizes(self_sym_sizes[_wrap_dim(dim, len(self_sym_sizes))], split_size),
-            self_sym_sizes, next(g for g in grads if g is not None),
-        )
-    },
-    view="multi",
-    dtypes="keep",
-    name="split.Tensor",
-    node="SplitBackward0",
-    method=False,
-    function=False,
-    samples=lambda: [SampleInput((T.of(5, 3), 2, 0))],
-)
-def split_Tensor(self: Tensor, split_size: int, dim: int = 0) -> tuple[Array, ...]:  # noqa: N802
-    d = _wrap_dim(dim, self.ndim)
-    sizes = _split_sizes(self.shape[d], split_size)
-    return _split_views(self, sizes, d)
-
-
-def _split_views(a: Array, sizes: Sequence[int], d: int) -> tuple[Array, ...]:
-    outs = []
-    start = 0
-    for n in sizes:
-        idx: list[Any] = [slice(None)] * a.ndim
-        idx[d] = slice(start, start + n)
-        outs.append(a[tuple(idx)])
-        start += n
-    return tuple(outs)
-
-
-@op(
-    derivatives={
-        "self": lambda grads, self_sym_sizes, split_sizes, dim: _split_backward(
-            grads, _wrap_dim(dim, len(self_sym_sizes)), split_sizes, self_sym_sizes,
-            next(g for g in grads if g is not None),
-        )
-    },
-    view="multi",
-    dtypes="keep",
-    samples=lambda: [SampleInput((T.of(5, 3), [2, 3], 0))],
-)
-def split_with_sizes(self: Tensor, split_sizes: Sequence[int], dim: int = 0) -> tuple[Array, ...]:
-    d = _wrap_dim(dim, self.ndim)
-    if sum(split_sizes) != self.shape[d]:
-        raise RuntimeError(
-            f"split_with_sizes expects split_sizes to sum exactly to {self.shape[d]} (input "
-            f"tensor's size at dimension {d}), but got split_sizes={list(split_sizes)}"
-        )
-    return _split_views(self, split_sizes, d)
-
-
-@composite(samples=lambda: [SampleInput((T.of(5, 3), 2)), SampleInput((T.of(5, 3), [1, 4]))])
-def split(self: Tensor, split_size_or_sections: int | Sequence[int], dim: int = 0) -> tuple[Tensor, ...]:
-    if isinstance(split_size_or_sections, int):
-        return split_Tensor(self, split_size_or_sections, dim)
-    return split_with_sizes(self, list(split_size_or_sections), dim)
-
-
-@composite(samples=lambda: [SampleInput((T.of(5, 3), 2)), SampleInput((T.of(6, 3), 3))])
-def chunk(self: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
-    d = _wrap_dim(dim, self.ndim)
-    size = -(-self.shape[d] // chunks)
-    return split_Tensor(self, size, d)
-
-
-@op(
-    derivatives={
-        "self": lambda grads, self_sym_sizes, dim: stack(
-            [g if g is not None else zeros(_without(self_sym_sizes, dim),
-                                           dtype=next(x for x in grads if x is not None).dtype)
-             for g in grads],
-            dim,
-        )
-    },
-    view="multi",
-    dtypes="keep",
-    samples=lambda: [SampleInput((T.of(3, 2), 0)), SampleInput((T.of(3, 2), 1))],
-)
-def unbind(self: Tensor, dim: int = 0) -> tuple[Array, ...]:
-    d = _wrap_dim(dim, self.ndim)
-    return tuple(_select_view(self, d, i) for i in range(self.shape[d]))
+# --- helpers shared with engine/ops/join.py -------------------------------------------------------
 
 
 def _select_view(a: Array, d: int, i: int) -> Array:
@@ -545,84 +441,15 @@ def _select_view(a: Array, d: int, i: int) -> Array:
     return a[(*idx, Ellipsis)]
 
 
-def _without(sizes: Sequence[int], dim: int) -> tuple[int, ...]:
-    d = _wrap_dim(dim, len(sizes))
-    return tuple(s for i, s in enumerate(sizes) if i != d)
-
-
-# --- joining -----------------------------------------------------------------------------------
-
-
-def _cat_backward(grad: Tensor, tensors_sym_sizes: list[tuple[int, ...]], dim: int) -> list[Tensor]:
-    d = _wrap_dim(dim, grad.ndim)
-    out = []
-    start = 0
-    for sizes in tensors_sym_sizes:
-        if len(sizes) == 1 and sizes[0] == 0:  # legacy: empty 1-D tensors are skipped by cat
-            out.append(zeros(sizes, dtype=grad.dtype))
-            continue
-        out.append(grad.narrow(d, start, sizes[d]))
-        start += sizes[d]
-    return out
-
-
-@op(
-    derivatives={"tensors": _cat_backward},
-    samples=lambda: [
-        SampleInput(([T.of(2, 3), T.of(1, 3)], 0)),
-        SampleInput(([T.of(2, 3), T.of(2, 2)], 1)),
-    ],
-    method=False,
-)
-def cat(tensors: TensorList, dim: int = 0) -> Array:
-    arrays = [a for a in tensors if not (a.ndim == 1 and a.shape[0] == 0)]
-    if not arrays:
-        return np.concatenate(tensors)
-    return np.concatenate(arrays, axis=_wrap_dim(dim, arrays[0].ndim))
-
-
-@op(
-    derivatives={"tensors": lambda grad, dim: list(grad.unbind(dim))},
-    samples=lambda: [SampleInput(([T.of(2, 3), T.of(2, 3)],)), SampleInput(([T.of(2, 3), T.of(2, 3)], 2))],
-    method=False,
-)
-def stack(tensors: TensorList, dim: int = 0) -> Array:
-    if not tensors:
-        raise RuntimeError("stack expects a non-empty TensorList")
-    return np.stack(tensors, axis=_wrap_dim(dim, tensors[0].ndim + 1))
-
-
-def _repeat_backward(grad: Tensor, repeats: Sequence[int], self_sym_sizes: tuple[int, ...]) -> Tensor:
-    lead = len(repeats) - len(self_sym_sizes)
-    sizes = (1,) * lead + tuple(self_sym_sizes)
-    # Split every repeated dim into (repeat, size) and sum over the repeat axes.
-    shape: list[int] = []
-    for r, s in zip(repeats, sizes, strict=True):
-        shape += [r, s]
-    g = grad.reshape(shape)
-    g = g.sum(tuple(range(0, 2 * len(sizes), 2)))
-    return g.reshape(self_sym_sizes)
-
-
-@op(
-    derivatives={"self": _repeat_backward},
-    dtypes="keep",
-    samples=lambda: [SampleInput((T.of(2, 3), (2, 1))), SampleInput((T.of(2, 3), (2, 1, 2)))],
-)
-def repeat(self: Tensor, repeats: Sequence[int]) -> Array:
-    reps = tuple(int(r) for r in repeats)
-    if len(reps) < self.ndim:
-        raise RuntimeError(
-            "Number of dimensions of repeat dims can not be smaller than number of dimensions "
-            "of tensor"
-        )
-    return np.tile(self, reps)
-
-
 # --- aliases and copies -------------------------------------------------------------------------
 
 
-@op(derivatives={"self": lambda grad: grad}, view="view", dtypes="keep", samples=lambda: [SampleInput((T.of(2, 3),))])
+@op(
+    derivatives={"self": lambda grad: grad},
+    view="view",
+    dtypes="keep",
+    samples=lambda: [SampleInput((T.of(2, 3),))],
+)
 def alias(self: Tensor) -> Array:
     return self.view()
 
@@ -637,10 +464,10 @@ def detach_(self: Tensor) -> Tensor:
     """Make ``self`` a leaf that does not require grad (in place)."""
     if self._view is not None:
         raise RuntimeError(
-            "Can't detach views in-place. Use detach() instead. If you are using DistributedDataParallel (DDP) "
-            "for training, and gradient_as_bucket_view is set as True, gradients are views of DDP buckets, and "
-            "hence detach_() cannot be called on these gradients. To fix this error, please refer to the "
-            "Optimizer.zero_grad() function in torch/optim/optimizer.py as the solution."
+            "Can't detach views in-place. Use detach() instead. If you are using DistributedDataParallel "
+            "(DDP) for training, and gradient_as_bucket_view is set as True, gradients are views of DDP "
+            "buckets, and hence detach_() cannot be called on these gradients. To fix this error, please "
+            "refer to the Optimizer.zero_grad() function in torch/optim/optimizer.py as the solution."
         )
     self._grad_fn = None
     self._requires_grad = False
@@ -660,7 +487,9 @@ def copy_(self: Tensor, src: Tensor, non_blocking: bool = False) -> Array:
 
     shape = infer_size(self.shape, src.shape)
     if shape != self.shape:
-        raise RuntimeError(f"output with shape {list(self.shape)} doesn't match the broadcast shape {list(shape)}")
+        raise RuntimeError(
+            f"output with shape {list(self.shape)} doesn't match the broadcast shape {list(shape)}"
+        )
     return np.broadcast_to(src, self.shape).astype(self.dtype, copy=False)
 
 
@@ -668,14 +497,25 @@ def zeros_like_(t: Tensor) -> Tensor:
     return zeros(tuple(t.shape), dtype=t.dtype)
 
 
-@op(derivatives={"self": lambda grad: zeros_like_(grad)}, node="ZeroBackward0", inplace=True,
-    function=False, samples=lambda: [SampleInput((T.of(2, 3),))])
+@op(
+    derivatives={"self": lambda grad: zeros_like_(grad)},
+    node="ZeroBackward0",
+    inplace=True,
+    function=False,
+    samples=lambda: [SampleInput((T.of(2, 3),))],
+)
 def zero_(self: Tensor) -> Array:
     return np.zeros_like(self)
 
 
-@op(derivatives={"self": lambda grad: zeros_like_(grad)}, node="FillBackward2", inplace=True,
-    name="fill_.Scalar", function=False, samples=lambda: [SampleInput((T.of(2, 3), 1.5))])
+@op(
+    derivatives={"self": lambda grad: zeros_like_(grad)},
+    node="FillBackward2",
+    inplace=True,
+    name="fill_.Scalar",
+    function=False,
+    samples=lambda: [SampleInput((T.of(2, 3), 1.5))],
+)
 def fill_Scalar(self: Tensor, value: float) -> Array:  # noqa: N802
     return np.full_like(self, value)
 

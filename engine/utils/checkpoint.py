@@ -38,12 +38,14 @@ from engine.autograd.function import Function
 from engine.autograd.grad_mode import enable_grad, no_grad
 from engine.autograd.graph import saved_tensors_hooks
 from engine.random import fork_rng, get_rng_state, set_rng_state
-from engine.utils._checkpoint_logging import LoggingTensorMode, TracebackLine, capture_logs
+from engine.utils._checkpoint_debug import _checkpoint_error_template, _get_debug_context_and_cb  # noqa: F401
 from engine.utils._checkpoint_reentrant import CheckpointFunction, check_backward_validity, detach_variable
 from engine.utils._checkpoint_selective import (
     SAC_IGNORED_OPS,
     CheckpointPolicy,
     SelectiveCheckpointContext,
+    _CachedTorchDispatchMode,  # noqa: F401 - PyTorch's namespace has the two SAC modes
+    _CachingTorchDispatchMode,  # noqa: F401
     create_selective_checkpoint_contexts,
 )
 
@@ -187,7 +189,11 @@ def checkpoint(
 
 
 def checkpoint_sequential(
-    functions: Any, segments: int, input: Any, use_reentrant: bool | None = None, **kwargs: Any  # noqa: A002
+    functions: Any,
+    segments: int,
+    input: Any,
+    use_reentrant: bool | None = None,
+    **kwargs: Any,  # noqa: A002
 ) -> Any:
     r"""Checkpoint a sequential model to save memory.
 
@@ -545,7 +551,7 @@ class _CheckpointFrame:
             )
 
 
-# The "‑" of "checkpoint‑debug" is U+2011 (a non-breaking hyphen), as in PyTorch.
+# The hyphen of "checkpoint\u2011debug" is U+2011 (a non-breaking hyphen), as in PyTorch.
 _debug_tip_msg = """
 Tip: To see a more detailed error message, either pass `debug=True` to
 `engine.utils.checkpoint.checkpoint(...)` or wrap the code block
@@ -554,128 +560,8 @@ enable checkpoint\u2011debug mode globally.
 """
 
 
-_checkpoint_error_template = """ \
-An error happened while unpacking tensors; dumping logs of latest computation
-because you passed `debug=True` to `engine.utils.checkpoint.checkpoint()`.
-Scroll all the way down for guidance on how to navigate these logs.
-
-+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~+
-|        1. Stack traces of the operators that ran in the original forward     |
-+------------------------------------------------------------------------------+
-
-{forward_traces}
-+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~+
-|        2. Stack traces of the operators that ran during recomputation        |
-+------------------------------------------------------------------------------+
-
-{recompute_traces}
-+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~+
-|       3. Log of operators in the original forward and recomputation          |
-+------------------------------------------------------------------------------+
-(Scroll up to correlate stack traces with each operation listed below. This
- helps identify their source in the code.)
-
-IMPORTANT: Differences in "detach" calls between the original forward and the
-           recomputation are expected. They are introduced by the checkpointing
-           mechanism and can be ignored.
-
-Operations executed during the original forward:
-
-{forward_ops}
-
-Operations executed during recomputation:
-
-{recompute_ops}
-
-+------------------------------------------------------------------------------+
- ERROR: Detected non-determinism while running activation checkpointing
-
- You are seeing this error because you passed `debug=True` to checkpoint and
- tensors to be saved during the original forward and differ between those saved
- during recomputation. This can happen if different operators were ran in the
- original forward and in the recomputation.
-
- To identify where the mismatch may be coming from, you can do the following:
-
- 1) Compare the operators ran during original forward and recomputation to
-    see where they differ. These operators are printed above in the order they
-    were executed.
-
- 2) Review the stack trace for each operator to locate its invocation source.
-    Each operator's stack trace is printed in their execution order.
-
- Note that the logs can be quite long. Here's how they are structured:
- (Tip: you can Ctrl-f for these headers)
-
- 1. Stack traces of the operators that ran in the original forward
- 2. Stack traces of the operators that ran during recomputation
- 3. Log of operators in the original forward and recomputation
- 4. Error message                                             <--- You are here
---------------------------------------------------------------------------------
-"""
-
-
 class CheckpointError(RuntimeError):
     """Raised when the recomputation does not reproduce what the forward saved."""
-
-
-def _get_debug_context_and_cb() -> tuple[ContextFn, Callable[[CheckpointError], NoReturn]]:
-    # This function returns the context_fn and error_cb to be used by the
-    # checkpointing mechanism. error_cb is invoked when an error is detected
-    # during unpack.
-
-    class CaptureLogs:
-        def __init__(self) -> None:
-            self.logs: list[str] | None = None
-            self.tbs: list[list[TracebackLine]] | None = None
-
-        def get_context_manager(self) -> AbstractContextManager[Any]:
-            @contextlib.contextmanager
-            def logging_mode() -> Iterator[Any]:
-                with LoggingTensorMode(), capture_logs(with_tracebacks=True) as logs_and_tb:
-                    self.logs, self.tbs = logs_and_tb
-                    yield logs_and_tb
-
-            return logging_mode()
-
-    capture_logs_fwd = CaptureLogs()
-    capture_logs_recompute = CaptureLogs()
-
-    def unpack_error_cb(e: CheckpointError) -> NoReturn:
-        def get_str_tb(label: str, capture_logs: CaptureLogs) -> str:
-            out = ""
-            assert capture_logs.logs is not None and capture_logs.tbs is not None
-            total_len = len(capture_logs.logs)
-            for i, (log, tb) in enumerate(zip(capture_logs.logs, capture_logs.tbs, strict=False)):
-                out += f"{log}   ({i + 1} of {total_len} in {label})\n\n"
-                found_torch_dispatch = False
-                for line in tb:
-                    # Start printing stack trace only after __torch_dispatch__ is found
-                    is_torch_dispatch = line["name"] == "__torch_dispatch__"
-                    if not found_torch_dispatch and not is_torch_dispatch:
-                        continue
-                    elif is_torch_dispatch:
-                        found_torch_dispatch = True
-                        continue
-                    out += f"{line['filename']}:{line['line']}:{line['name']}\n"
-                out += "\n\n"
-            return out
-
-        assert capture_logs_fwd.logs is not None
-        assert capture_logs_recompute.logs is not None
-        raise CheckpointError(
-            _checkpoint_error_template.format(
-                forward_traces=get_str_tb("original", capture_logs_fwd),
-                recompute_traces=get_str_tb("recompute", capture_logs_recompute),
-                forward_ops="\n".join(capture_logs_fwd.logs),
-                recompute_ops="\n".join(capture_logs_recompute.logs),
-            )
-        ) from e
-
-    def context_fn() -> tuple[AbstractContextManager[Any], AbstractContextManager[Any]]:
-        return capture_logs_fwd.get_context_manager(), capture_logs_recompute.get_context_manager()
-
-    return context_fn, unpack_error_cb
 
 
 def _default_meta_extractor(x: Tensor) -> dict[str, Any]:

@@ -31,12 +31,13 @@ class Raised:
 
 
 _TRIGGERED = re.compile(r" \(Triggered internally at [^)]*\.\)")
+_TORCH = re.compile(r"(?<![A-Za-z])torch(?=\.|::)")  # torch.Size, torch::autograd; not "PyTorch."
 
 
 def normalize(text: str) -> str:
     """Torch's names in a message, as the engine spells them (and without the C++ source location
     torch appends to warnings raised in C++)."""
-    return _TRIGGERED.sub("", text).replace("torch::", "engine::").replace("torch.", "engine.")
+    return _TORCH.sub("engine", _TRIGGERED.sub("", text))
 
 
 def run(lib: ModuleType, scenario: Scenario) -> Any:
@@ -59,7 +60,9 @@ def _tol(a: np.ndarray) -> dict[str, float]:
 def assert_same(ours: Any, theirs: Any, path: str = "record") -> None:
     if _is_tensor(theirs):
         assert _is_tensor(ours), f"{path}: engine gave {ours!r}, torch a tensor"
-        assert normalize(str(theirs.dtype)) == str(ours.dtype), f"{path}: dtype {ours.dtype} vs {theirs.dtype}"
+        assert normalize(str(theirs.dtype)) == str(ours.dtype), (
+            f"{path}: dtype {ours.dtype} vs {theirs.dtype}"
+        )
         a, b = ours.detach().numpy(), theirs.detach().numpy()
         assert a.shape == b.shape, f"{path}: shape {a.shape} vs torch {b.shape}"
         np.testing.assert_allclose(a, b, err_msg=path, **_tol(b))

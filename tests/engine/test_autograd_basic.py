@@ -232,7 +232,9 @@ def test_allow_unused_and_materialize_grads(torch_oracle: ModuleType) -> None:
 
     run_both(scenario, torch_oracle)
     raises_same(
-        lambda lib: lib.autograd.grad((_x(lib) * 2).sum(), [_x(lib)], materialize_grads=True, allow_unused=False),
+        lambda lib: lib.autograd.grad(
+            (_x(lib) * 2).sum(), [_x(lib)], materialize_grads=True, allow_unused=False
+        ),
         torch_oracle,
         "Expected allow_unused to be True or not passed when materialize_grads=True, but got: allow_unused=False.",
     )
@@ -257,7 +259,9 @@ def test_multiple_roots(torch_oracle: ModuleType) -> None:
         a, b = x * 2, x.exp()
         a.grad_fn.register_prehook(lambda g: order.append("a"))
         b.grad_fn.register_prehook(lambda g: order.append("b"))
-        lib.autograd.backward([b, a], [lib.ones(3, dtype=lib.float64), lib.full((3,), 2.0, dtype=lib.float64)])
+        lib.autograd.backward(
+            [b, a], [lib.ones(3, dtype=lib.float64), lib.full((3,), 2.0, dtype=lib.float64)]
+        )
         first = x.grad.clone()
         g = lib.autograd.grad([a.sum(), b.sum()], x)
         return order, first, g
@@ -312,7 +316,10 @@ def test_backward_create_graph_warns_once_per_process(torch_oracle: ModuleType) 
     out = {}
     for lib in ("engine", "torch"):
         proc = subprocess.run(
-            [sys.executable, "-c", CYCLE_WARNING_SCRIPT.format(lib=lib)], capture_output=True, text=True, check=True
+            [sys.executable, "-c", CYCLE_WARNING_SCRIPT.format(lib=lib)],
+            capture_output=True,
+            text=True,
+            check=True,
         )
         out[lib] = proc.stdout
     assert out["torch"].startswith("1\nUsing backward() with create_graph=True will create a reference cycle")

@@ -51,7 +51,9 @@ GRAPHS = {
     "branches": lambda lib, x, w: (x.sin() * w.cos() + x.sin().exp()).sum(),
     "shared_intermediate": lambda lib, x, w: ((x * w).sin() * (x * w).cos() + x.exp() * w).sum(),
     "chain_of_tanh": lambda lib, x, w: sum((w + x * i).tanh() for i in range(4)).sum(),
-    "expand_and_view": lambda lib, x, w: (x.exp().view(3, 1).expand(3, 2) * w.view(3, 1)).sum() + x.exp().sum(),
+    "expand_and_view": lambda lib, x, w: (
+        (x.exp().view(3, 1).expand(3, 2) * w.view(3, 1)).sum() + x.exp().sum()
+    ),
 }
 
 
@@ -80,7 +82,9 @@ def test_execution_order_ties_between_many_leaves(torch_oracle: ModuleType) -> N
 
 def _random_graph(lib: ModuleType, seed: int) -> tuple[list[Any], list[Any]]:
     rng = random.Random(seed)
-    leaves = [lib.ones(3, dtype=lib.float64, requires_grad=rng.random() < 0.8) for _ in range(rng.randint(1, 4))]
+    leaves = [
+        lib.ones(3, dtype=lib.float64, requires_grad=rng.random() < 0.8) for _ in range(rng.randint(1, 4))
+    ]
     leaves[0].requires_grad_()
     values = list(leaves)
     for _ in range(rng.randint(2, 12)):
@@ -98,7 +102,7 @@ def _random_graph(lib: ModuleType, seed: int) -> tuple[list[Any], list[Any]]:
         else:
             v = a * 2
         values.append(v)
-    outs = [v for v in rng.sample(values[len(leaves) :], k=min(len(values) - len(leaves), rng.randint(1, 3)))]
+    outs = rng.sample(values[len(leaves) :], k=min(len(values) - len(leaves), rng.randint(1, 3)))
     return [o.sum() for o in outs if o.requires_grad], leaves
 
 
@@ -164,7 +168,9 @@ def test_reentrant_backward_from_a_hook(torch_oracle: ModuleType) -> None:
             with lib.enable_grad():  # hooks run with grad mode off
                 inner = w * w
                 inner.register_hook(lambda g: eng.queue_callback(lambda: log.append("inner callback")))
-                inner.register_hook(lambda g: log.append(("inner task", lib._C._current_graph_task_id() != outer)))
+                inner.register_hook(
+                    lambda g: log.append(("inner task", lib._C._current_graph_task_id() != outer))
+                )
                 inner.sum().backward()
             log.append(("back in outer", lib._C._current_graph_task_id() == outer))
             return g * 10
@@ -399,6 +405,7 @@ def test_anomaly_mode_traceback_of_nested_backward(torch_oracle: ModuleType) -> 
         return err, [line for m in messages for line in m.split("\n") if line and not line.startswith(" ")]
 
     err, headers = run_both(scenario, torch_oracle)
+    assert err == "boom"
     assert headers[:2] == [
         "Error detected in FailBackward. Traceback of forward call that caused the error:",
         "Previous calculation was induced by OuterBackward. Traceback of forward call that induced the "

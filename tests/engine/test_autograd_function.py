@@ -41,7 +41,14 @@ def test_old_style_forward_with_ctx(torch_oracle: ModuleType) -> None:
         y = _exp(lib).apply(x)
         y.sum().backward()
         fn = y.grad_fn
-        return x.grad, fn.name(), type(fn).__name__, fn.next_functions[0][0].name(), y.requires_grad, y.is_leaf
+        return (
+            x.grad,
+            fn.name(),
+            type(fn).__name__,
+            fn.next_functions[0][0].name(),
+            y.requires_grad,
+            y.is_leaf,
+        )
 
     assert run_both(scenario, torch_oracle)[1] == "ExpBackward"
 
@@ -61,8 +68,9 @@ def test_setup_context_and_saved_tensors_read_twice(torch_oracle: ModuleType) ->
 
             @staticmethod
             def backward(ctx: Any, g: Any) -> Any:
-                a, b, out = ctx.saved_tensors
-                a2, b2, _ = ctx.saved_tensors
+                first = ctx.saved_tensors
+                a2, b2, _ = ctx.saved_tensors  # each read unpacks again
+                assert first[0] is a2
                 return g * b2 * ctx.k, g * a2 * ctx.k, None
 
         x, w = _x(lib), _x(lib, (3.0, 4.0, 5.0))
@@ -87,7 +95,7 @@ def test_save_intermediate(torch_oracle: ModuleType) -> None:
 
             @staticmethod
             def backward(ctx: Any, g: Any) -> Any:
-                a, s, r = ctx.saved_tensors
+                a, _, _ = ctx.saved_tensors
                 return g * 2 * a.cos()
 
         x = _x(lib)
@@ -313,9 +321,14 @@ def _returning(lib: ModuleType, grads: Any, n_inputs: int = 1, k: bool = False) 
         (lambda lib, g: lib.ones(5), 1, False, "Function FBackward returned an invalid gradient at index 0 - got "
          "[5] but expected shape compatible with [2]"),
         (lambda lib, g: "g", 1, False, "expected Variable or None (got str)"),
+        (lambda lib, g: g * (1 + 1j), 1, False, "Expected isFloatingType(grad.scalar_type()) || (input_is_complex "
+         "== grad_is_complex) to be true, but got false.  (Could this error message be improved?  If so, please "
+         "report an enhancement request to PyTorch.)"),
     ],
 )  # fmt: skip
-def test_backward_return_errors(torch_oracle: ModuleType, grads: Any, n_inputs: int, k: bool, expected: str) -> None:
+def test_backward_return_errors(
+    torch_oracle: ModuleType, grads: Any, n_inputs: int, k: bool, expected: str
+) -> None:
     raises_same(lambda lib: _returning(lib, grads, n_inputs, k), torch_oracle, expected)
 
 
@@ -337,7 +350,11 @@ def test_ctx_errors(torch_oracle: ModuleType) -> None:
 
         F.apply(_x(lib))
 
-    raises_same(save_non_tensor, torch_oracle, "save_for_backward can only save variables, but argument 1 is of type int")
+    raises_same(
+        save_non_tensor,
+        torch_oracle,
+        "save_for_backward can only save variables, but argument 1 is of type int",
+    )
 
     def saved_after_backward(lib: ModuleType) -> Any:
         y = _exp(lib).apply(_x(lib))

@@ -271,7 +271,9 @@ def test_multi_grad_hook_any_and_order(torch_oracle: ModuleType) -> None:
     def scenario(lib: ModuleType) -> Any:
         log: list[Any] = []
         x, w = _x(lib), _x(lib)
-        lib.autograd.graph.register_multi_grad_hook((x, w), lambda g: log.append(("any", g.clone())), mode="any")
+        lib.autograd.graph.register_multi_grad_hook(
+            (x, w), lambda g: log.append(("any", g.clone())), mode="any"
+        )
         lib.autograd.graph.register_multi_grad_hook((x, w), lambda gs: log.append(("all", len(gs))))
         x.register_hook(lambda g: log.append("x"))
         w.register_hook(lambda g: log.append("w"))
@@ -333,7 +335,9 @@ def test_will_engine_execute_node(torch_oracle: ModuleType) -> None:
 
 @pytest.mark.parametrize("create_graph", [False, True])
 @pytest.mark.parametrize("outer", ["enabled", "no_grad"])
-def test_hooks_run_in_the_graph_task_grad_mode(torch_oracle: ModuleType, create_graph: bool, outer: str) -> None:
+def test_hooks_run_in_the_graph_task_grad_mode(
+    torch_oracle: ModuleType, create_graph: bool, outer: str
+) -> None:
     def scenario(lib: ModuleType) -> Any:
         log: list[Any] = []
         x = _x(lib)

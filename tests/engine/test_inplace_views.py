@@ -285,10 +285,14 @@ def test_inplace_on_no_grad_view_is_an_error(op: str, torch_oracle: ModuleType) 
 
 
 @pytest.mark.parametrize(
-    "split", [lambda t: t.split(2), lambda t: t.unbind(0), lambda t: t.chunk(2, 1)], ids=["split", "unbind", "chunk"]
+    "split",
+    [lambda t: t.split(2), lambda t: t.unbind(0), lambda t: t.chunk(2, 1)],
+    ids=["split", "unbind", "chunk"],
 )
 @pytest.mark.parametrize("op", sorted(INPLACE))
-def test_inplace_on_multi_output_view_is_an_error(op: str, split: Callable[[Any], Any], torch_oracle: ModuleType) -> None:
+def test_inplace_on_multi_output_view_is_an_error(
+    op: str, split: Callable[[Any], Any], torch_oracle: ModuleType
+) -> None:
     run_both(_multi_output_view(op, split), torch_oracle)
 
 
@@ -302,19 +306,74 @@ def test_inplace_on_saved_tensor_fails_backward(op: str, torch_oracle: ModuleTyp
 X3 = _RNG.standard_normal((2, 3, 4))
 
 GETITEM = [
-    "x[0]", "x[-1]", "x[:]", "x[:, :]", "x[..., :]", "x[:, 1:]", "x[0, 1:]", "x[1:2, ::2]", "x[-10:2]",
-    "x[1:100]", "x[:, 2:1]", "x[None]", "x[None, ...]", "x[..., None]", "x[...]", "x[..., ...]", "x[()]",
-    "x[0, None, :, 1]", "x[1, ..., 2]", "x[(0, 1)]", "x[True]", "x[False]", "x[np.int64(1)]",
-    "x[lib.tensor(1)]", "x[lib.tensor(True)]", "x[lib.tensor([0, 1])]", "x[lib.tensor([0, 1]).int()]",
-    "x[[0, 1]]", "x[[]]", "x[[0.7, 1.2]]", "x[[True, False]]", "x[np.array([0, 1])]", "x[[0, 1], [1, 2]]",
-    "x[:, [0, 2]]", "x[0, [0, 2]]", "x[x > 0]", "x[x > 0, ]", "x[:, None, [1, 0]]", "x[[0, 1], :, [1, 2]]",
-    "x[lib.tensor([[0, 1], [1, 0]]), 1:]", "x[:, lib.tensor([True, False, True])]",
-    "x[lib.tensor([True, False]), None]", "x[lib.tensor([1, 0], dtype=lib.uint8)]", "x[[0, slice(None)]]",
+    "x[0]",
+    "x[-1]",
+    "x[:]",
+    "x[:, :]",
+    "x[..., :]",
+    "x[:, 1:]",
+    "x[0, 1:]",
+    "x[1:2, ::2]",
+    "x[-10:2]",
+    "x[1:100]",
+    "x[:, 2:1]",
+    "x[None]",
+    "x[None, ...]",
+    "x[..., None]",
+    "x[...]",
+    "x[..., ...]",
+    "x[()]",
+    "x[0, None, :, 1]",
+    "x[1, ..., 2]",
+    "x[(0, 1)]",
+    "x[True]",
+    "x[False]",
+    "x[np.int64(1)]",
+    "x[lib.tensor(1)]",
+    "x[lib.tensor(True)]",
+    "x[lib.tensor([0, 1])]",
+    "x[lib.tensor([0, 1]).int()]",
+    "x[[0, 1]]",
+    "x[[]]",
+    "x[[0.7, 1.2]]",
+    "x[[True, False]]",
+    "x[np.array([0, 1])]",
+    "x[[0, 1], [1, 2]]",
+    "x[:, [0, 2]]",
+    "x[0, [0, 2]]",
+    "x[x > 0]",
+    "x[x > 0, ]",
+    "x[:, None, [1, 0]]",
+    "x[[0, 1], :, [1, 2]]",
+    "x[lib.tensor([[0, 1], [1, 0]]), 1:]",
+    "x[:, lib.tensor([True, False, True])]",
+    "x[lib.tensor([True, False]), None]",
+    "x[lib.tensor([1, 0], dtype=lib.uint8)]",
+    "x[[0, slice(None)]]",
     # errors
-    "x[5]", "x[0, 7]", "x[None, 5]", "x[0, 0, 0, 0]", "x[0, ..., 0, 0]", "x[1.5]", "x['ab']", "x[::0]",
-    "x[::-1]", "x[lib.tensor([5])]", "x[lib.tensor([0]), lib.tensor([-5])]", "x[lib.tensor([0.5])]",
-    "x[lib.tensor(1.0)]", "x[lib.tensor([[True, False]])]", "x[lib.tensor([0, 1]), lib.tensor([0, 1, 2])]",
-    "s[0]", "s[1]", "s[None]", "s[...]", "s[:]", "s[()]", "s[True]", "s[0,]",
+    "x[5]",
+    "x[0, 7]",
+    "x[None, 5]",
+    "x[0, 0, 0, 0]",
+    "x[0, ..., 0, 0]",
+    "x[1.5]",
+    "x['ab']",
+    "x[::0]",
+    "x[::-1]",
+    "x[lib.tensor([5])]",
+    "x[lib.tensor([0]), lib.tensor([-5])]",
+    "x[lib.tensor([0.5])]",
+    "x[lib.tensor(1.0)]",
+    "x[lib.tensor([[True, False]])]",
+    "x[lib.tensor([0, 1]), lib.tensor([0, 1, 2])]",
+    "s[0]",
+    "s[1]",
+    "s[None]",
+    "s[...]",
+    "s[:]",
+    "s[()]",
+    "s[True]",
+    "s[0,]",
 ]
 
 
@@ -344,21 +403,49 @@ def test_getitem(expr: str, torch_oracle: ModuleType) -> None:
 
 
 SETITEM = [
-    "y[0] = w", "y[0] = 1.0", "y[0, 1] = 1.0", "y[:] = 1.0", "y[...] = 1.0", "y[...] = w", "y[:, :] = w",
-    "y[0] = w14", "y[1:] = w24", "y[lib.tensor([1, 0])] = w", "y[y > 0] = 0.0", "y[0, lib.tensor([1, 0])] = 0.0",
-    "y[lib.tensor([0, 2])] = w114", "y[None] = w", "y[True] = w", "y[False] = w", "y[1] = 5", "y[:, 1] = w[:3]",
-    "y[0][1] = 7.0", "y[[0, 1], [1, 2]] = w[:2]", "y[1, ...] = w", "y[x > 0.5] = w[:3].sum()",
+    "y[0] = w",
+    "y[0] = 1.0",
+    "y[0, 1] = 1.0",
+    "y[:] = 1.0",
+    "y[...] = 1.0",
+    "y[...] = w",
+    "y[:, :] = w",
+    "y[0] = w14",
+    "y[1:] = w24",
+    "y[lib.tensor([1, 0])] = w",
+    "y[y > 0] = 0.0",
+    "y[0, lib.tensor([1, 0])] = 0.0",
+    "y[lib.tensor([0, 2])] = w114",
+    "y[None] = w",
+    "y[True] = w",
+    "y[False] = w",
+    "y[1] = 5",
+    "y[:, 1] = w[:3]",
+    "y[0][1] = 7.0",
+    "y[[0, 1], [1, 2]] = w[:2]",
+    "y[1, ...] = w",
+    "y[x > 0.5] = w[:3].sum()",
     "v = y[1]; v[0] = 3.0; rec['view'] = _graph(v.grad_fn)",
     # errors
-    "y[0] = 'a'", "y[0] = lib.ones(2, dtype=lib.float64)", "y[lib.tensor([0])] = lib.ones(2, dtype=lib.float64)",
-    "y[lib.tensor([0])] = lib.ones(4)", "x[0] = 1.0", "x[lib.tensor([0])] = 1.0", "x[...] = 1.0",
+    "y[0] = 'a'",
+    "y[0] = lib.ones(2, dtype=lib.float64)",
+    "y[lib.tensor([0])] = lib.ones(2, dtype=lib.float64)",
+    "y[lib.tensor([0])] = lib.ones(4)",
+    "x[0] = 1.0",
+    "x[lib.tensor([0])] = 1.0",
+    "x[...] = 1.0",
 ]
 
 
 @pytest.mark.parametrize("stmt", SETITEM)
 def test_setitem(stmt: str, torch_oracle: ModuleType) -> None:
     rng = np.random.default_rng(7)
-    w4, w14, w24, w114 = rng.standard_normal(4), rng.standard_normal((1, 4)), rng.standard_normal((2, 4)), rng.standard_normal((1, 1, 4))
+    w4, w14, w24, w114 = (
+        rng.standard_normal(4),
+        rng.standard_normal((1, 4)),
+        rng.standard_normal((2, 4)),
+        rng.standard_normal((1, 1, 4)),
+    )
 
     def scenario(lib: ModuleType) -> Record:
         x, leaves = _t(lib, A), [_t(lib, a) for a in (w4, w14, w24, w114)]
@@ -378,7 +465,9 @@ def test_setitem(stmt: str, torch_oracle: ModuleType) -> None:
 # --- more view + in-place bookkeeping ------------------------------------------------------------
 
 
-@pytest.mark.parametrize("op", ["mul_", "pow_tensor", "sigmoid_", "setitem_int", "masked_fill_tensor", "index_put_"])
+@pytest.mark.parametrize(
+    "op", ["mul_", "pow_tensor", "sigmoid_", "setitem_int", "masked_fill_tensor", "index_put_"]
+)
 def test_double_backward_through_inplace_on_view(op: str, torch_oracle: ModuleType) -> None:
     def scenario(lib: ModuleType) -> Record:
         x = _t(lib, A)
@@ -391,7 +480,9 @@ def test_double_backward_through_inplace_on_view(op: str, torch_oracle: ModuleTy
         rec = {"first": [_value(gx), _value(go)]}
         live = [g for g in (gx, go) if g is not None and g.requires_grad]
         if live:
-            rec["second"] = [_value(g) for g in lib.autograd.grad(sum(g.sum() for g in live), (x, o), allow_unused=True)]
+            rec["second"] = [
+                _value(g) for g in lib.autograd.grad(sum(g.sum() for g in live), (x, o), allow_unused=True)
+            ]
         return rec
 
     run_both(scenario, torch_oracle)
@@ -431,7 +522,7 @@ def test_multi_output_view_grad_fn_after_base_modified(torch_oracle: ModuleType)
     def scenario(lib: ModuleType) -> Record:
         x = _t(lib, A)
         base = x * 1
-        a, b = base.split(2)
+        _, b = base.split(2)
         base.add_(1.0)
         return {"graph": _graph(b.grad_fn), "version": b._version}
 
@@ -449,5 +540,63 @@ def test_inplace_on_view_keeps_hooks_and_retain_grad(torch_oracle: ModuleType) -
         base.register_hook(lambda g: seen.append(_value(g * 10)))
         (base * lib.from_numpy(G)).sum().backward()
         return {"seen": seen, "retained": _value(base.grad), "grad": _value(x.grad)}
+
+    run_both(scenario, torch_oracle)
+
+
+# --- the gradient of an indexing op's gradient --------------------------------------------------
+
+_M = _RNG.random((3, 4)) < 0.5
+GRAD_OF_GRAD: dict[str, Callable[[ModuleType, Any], Any]] = {
+    "getitem_mask": lambda lib, x: x[lib.from_numpy(_M)],
+    "getitem_tensor": lambda lib, x: x[lib.tensor([2, 0, 2]), 1:],
+    "gather": lambda lib, x: x.gather(1, lib.tensor([[0, 0, 3], [1, 2, 2], [3, 3, 3]])),
+    "index_select": lambda lib, x: x.index_select(1, lib.tensor([3, 3, 0])),
+    "masked_select": lambda lib, x: x.masked_select(lib.from_numpy(_M)),
+    "masked_fill": lambda lib, x: x.masked_fill(lib.from_numpy(_M), 0.5),
+    "scatter": lambda lib, x: lib.zeros(3, 5, dtype=lib.float64).scatter(
+        1, lib.tensor([[0, 2, 4, 1]] * 3), x
+    ),
+    "scatter_add": lambda lib, x: lib.zeros(3, 5, dtype=lib.float64).scatter_add(
+        1, lib.tensor([[0, 0, 4, 1]] * 3), x
+    ),
+    "index_add": lambda lib, x: lib.zeros(5, 4, dtype=lib.float64).index_add(0, lib.tensor([4, 0, 4]), x),
+    "index_put": lambda lib, x: lib.zeros(5, 4, dtype=lib.float64).index_put(
+        (lib.tensor([4, 0, 4]),), x, True
+    ),
+    "masked_scatter": lambda lib, x: lib.zeros(4, 4, dtype=lib.float64).masked_scatter(
+        lib.from_numpy(np.r_[_M, _M[:1]]), x
+    ),
+}
+
+
+@pytest.mark.parametrize("op", sorted(GRAD_OF_GRAD))
+def test_gradient_of_indexing_gradient(op: str, torch_oracle: ModuleType) -> None:
+    """A gradient that requires grad (its cotangent does) is itself an indexing op's output, with
+    PyTorch's node (``index`` -> IndexPutImplBackward0, ``gather`` -> ScatterAddBackward0 ...)."""
+
+    def scenario(lib: ModuleType) -> Record:
+        x = _t(lib, A)
+        y = GRAD_OF_GRAD[op](lib, x)
+        v = lib.tensor(np.linspace(-1, 1, y.numel()).reshape(tuple(y.shape)), requires_grad=True)
+        (g,) = lib.autograd.grad(y, x, v, create_graph=True)
+        gg = lib.autograd.grad((g * lib.from_numpy(G)).sum(), (x, v), allow_unused=True)
+        return {"graph": _graph(g.grad_fn), "grad": _value(g), "grad of grad": [_value(t) for t in gg]}
+
+    run_both(scenario, torch_oracle)
+
+
+@pytest.mark.parametrize("make", ["x[0]", "(x * 1)[0]", "x.detach()", "x.view(6)"])
+def test_views_made_in_inference_mode(make: str, torch_oracle: ModuleType) -> None:
+    def scenario(lib: ModuleType) -> Record:
+        x = lib.ones(2, 3, requires_grad=True)
+        with lib.inference_mode():
+            v = eval(make, {"x": x})
+        rec = {"inference": v.is_inference(), "requires_grad": v.requires_grad, "leaf": v.is_leaf}
+        try:
+            v.mul_(2.0)
+        except RuntimeError as e:
+            rec["in-place"] = _error(e)
+        return rec
 
     run_both(scenario, torch_oracle)

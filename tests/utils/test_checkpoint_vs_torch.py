@@ -98,7 +98,6 @@ class Run:
 
 def run(fn: Scenario, lib: ModuleType, cp: ModuleType) -> Run:
     probe = Probe(cp)
-    gc.collect()
     gc.disable()
     try:
         with probe.installed(), warnings.catch_warnings():
@@ -246,7 +245,9 @@ def early_stop(lib: ModuleType, cp: ModuleType, probe: Probe, early_stop: bool) 
     on_inputs_y={"early_stop": True, "how": "inputs_y"},
     on_grad_then_full={"early_stop": True, "how": "grad_then_full"},
 )
-def partial_backward(lib: ModuleType, cp: ModuleType, probe: Probe, early_stop: bool, how: str) -> dict[str, Any]:
+def partial_backward(
+    lib: ModuleType, cp: ModuleType, probe: Probe, early_stop: bool, how: str
+) -> dict[str, Any]:
     x, y = T(lib, (3,), 0), T(lib, (3,), 1)
 
     @probe.body
@@ -318,7 +319,9 @@ def non_tensor_args_and_kwargs(lib: ModuleType, cp: ModuleType, probe: Probe) ->
     a, b, c = T(lib, (3,), 0), T(lib, (3,), 1), T(lib, (3,), 2)
 
     @probe.body
-    def fn(k: int, t: Any, u: Any, f: Callable[[Any], Any], *, scale: float, blah: Any) -> tuple[Any, int, str]:
+    def fn(
+        k: int, t: Any, u: Any, f: Callable[[Any], Any], *, scale: float, blah: Any
+    ) -> tuple[Any, int, str]:
         return f(k * t * u.exp()) * blah * scale, 1, "abcd"
 
     out, one, s = cp.checkpoint(fn, 2, a, b, lambda t: t.sin(), use_reentrant=False, scale=0.5, blah=c)
@@ -531,7 +534,9 @@ def dropout(lib: ModuleType, cp: ModuleType, probe: Probe, preserve: bool) -> di
     save_after_inplace={"case": "save_after", "early_stop": True},
     no_checkpoint_reference={"case": "no_checkpoint", "early_stop": True},
 )
-def inplace_inside(lib: ModuleType, cp: ModuleType, probe: Probe, case: str, early_stop: bool) -> dict[str, Any]:
+def inplace_inside(
+    lib: ModuleType, cp: ModuleType, probe: Probe, case: str, early_stop: bool
+) -> dict[str, Any]:
     x = T(lib, (4,), 0)
 
     @probe.body
@@ -592,7 +597,9 @@ def inplace_outside(lib: ModuleType, cp: ModuleType, probe: Probe, leaf: bool) -
     shape_mismatch_check_none={"case": "shape", "check": "none", "early_stop": True},
     dtype_mismatch={"case": "dtype", "check": "default", "early_stop": True},
 )
-def determinism(lib: ModuleType, cp: ModuleType, probe: Probe, case: str, check: str, early_stop: bool) -> dict[str, Any]:
+def determinism(
+    lib: ModuleType, cp: ModuleType, probe: Probe, case: str, check: str, early_stop: bool
+) -> dict[str, Any]:
     x = T(lib, (1,), 0)
     runs = [0]
 
@@ -607,7 +614,9 @@ def determinism(lib: ModuleType, cp: ModuleType, probe: Probe, case: str, check:
             y = t.sin()
             return y if first else y.exp()
         if case == "shape":
-            scale = lib.tensor([2.0], dtype=lib.float64) if first else lib.tensor([2.0, 3.0], dtype=lib.float64)
+            scale = (
+                lib.tensor([2.0], dtype=lib.float64) if first else lib.tensor([2.0, 3.0], dtype=lib.float64)
+            )
             return (t * scale).sin()
         return (t if first else t.to(lib.float32)).sin()
 
@@ -729,7 +738,9 @@ def backward_twice(lib: ModuleType, cp: ModuleType, probe: Probe, ckpt: bool) ->
 # --- selective activation checkpointing ----------------------------------------------------------
 
 
-def _sac_policy(cp: ModuleType, calls: list[str], save: str, flip_after_forward: bool = False) -> Callable[..., Any]:
+def _sac_policy(
+    cp: ModuleType, calls: list[str], save: str, flip_after_forward: bool = False
+) -> Callable[..., Any]:
     def policy(ctx: Any, func: Any, *args: Any, **kwargs: Any) -> Any:
         name = op_name(func)
         wants = name == save
@@ -812,7 +823,9 @@ def sac_cached_output_mutated(lib: ModuleType, cp: ModuleType, probe: Probe, all
     x = T(lib, (3,), 0)
     calls: list[str] = []
     context_fn = functools.partial(
-        cp.create_selective_checkpoint_contexts, _sac_policy(cp, calls, "sin"), allow_cache_entry_mutation=allow
+        cp.create_selective_checkpoint_contexts,
+        _sac_policy(cp, calls, "sin"),
+        allow_cache_entry_mutation=allow,
     )
 
     @probe.body
