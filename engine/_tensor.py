@@ -283,6 +283,15 @@ class Tensor:
         return bool(self._data.reshape(()).item())
 
     def __float__(self) -> float:
+        if self.requires_grad:
+            import warnings
+
+            warnings.warn(
+                "Converting a tensor with requires_grad=True to a scalar may lead to unexpected "
+                "behavior.\nConsider using tensor.detach() first.",
+                UserWarning,
+                stacklevel=2,
+            )
         return float(self.item())
 
     def __int__(self) -> int:

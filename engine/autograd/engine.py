@@ -214,6 +214,19 @@ def compute_dependencies(task: GraphTask, root: Node) -> None:
                 stack.append(nxt)
 
 
+# Note [Partial backward: exec_info and captures]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# With ``grad(outputs, inputs)`` or ``backward(inputs=...)`` only part of the graph runs. Each
+# input names an edge (node, input_nr). ``backward(inputs=...)`` marks those nodes "needed" (they
+# run, so AccumulateGrad accumulates); ``grad()`` instead adds a "capture": the gradient arriving
+# at that slot is copied into the result and the node itself does not run. A node is needed iff
+# some path leads from it to a needed or capturing node; nodes that are not needed never get a
+# buffer, so their hooks do not run and their saved tensors are not freed. The root is not
+# special: ``grad(x, x)`` captures at x's AccumulateGrad without running it. A captured value is
+# the gradient after the slot's tensor hooks when the node does not run, and the raw buffer when
+# it also runs (its tensor hooks then run once, as part of the node, in call_function).
+
+
 def init_to_execute(task: GraphTask, root: Node, outputs: Sequence[Edge], accumulate_grad: bool) -> None:
     """Mark the nodes on a path from ``root`` to an output; plan the captures of ``grad()``."""
     info = task.exec_info
@@ -317,7 +330,7 @@ def evaluate_function(task: GraphTask, fn: Node, buffer: list[Tensor | None], qu
         assert info is not None
         inputs = buffer
         if not info.needed:
-            # Tensor hooks always run, exactly once.
+            # See Note [Partial backward: exec_info and captures]: tensor hooks run exactly once.
             inputs = call_tensor_pre_hooks(fn, buffer)
         for input_idx, output_idx in info.captures:
             task.captured_vars[output_idx] = inputs[input_idx]

@@ -224,12 +224,14 @@ class Function(metaclass=FunctionMeta):
     def apply(cls, *args: Any, **kwargs: Any) -> Any:
         setup_ctx = cls.setup_context is not Function.setup_context
         if setup_ctx:
+            # forward's defaults are filled in (setup_context sees every input) ...
             sig = inspect.signature(cls.forward)
             bound = sig.bind(*args, **kwargs)
             bound.apply_defaults()
             args = tuple(bound.args)
-        elif kwargs:
-            raise TypeError(f"{cls.__name__}.apply() takes no keyword arguments")
+        if kwargs:
+            # ... but keyword arguments are refused either way, as by PyTorch's C++ apply.
+            raise TypeError("apply() takes no keyword arguments")
         return _function_apply(cls, args, setup_ctx)
 
 
@@ -257,6 +259,19 @@ def _function_apply(cls: type[Function], args: tuple[Any, ...], setup_ctx: bool)
         _save_variables(ctx)
     ctx.to_save = None
     return wrapped[0] if unpack else wrapped
+
+
+# Note [Custom Function outputs]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Every output of forward takes one slot of the node (one gradient argument of backward), in
+# order, whatever it is. A differentiable tensor output gets the node as grad_fn. A non-tensor
+# output and a non-differentiable one (mark_non_differentiable, or an integer/bool tensor) get an
+# "undefined" slot: backward receives None for a non-tensor, and zeros (materialized from the
+# recorded shape and dtype) for a non-differentiable tensor unless ctx._materialize_non_diff_grads
+# is False. An input returned as is comes back as a view of itself (so that giving it a grad_fn
+# does not rewrite the caller's tensor); a tensor named in mark_dirty was modified in forward: its
+# version is bumped here (forward ran in no_grad, where nothing recorded it), and its history is
+# rebased onto the node, as an in-place op's would be.
 
 
 def _wrap_outputs(

@@ -441,6 +441,7 @@ def _attr_value(name: str, bound: dict[str, Any]) -> Any:
 
 _ATTR_SUFFIXES: tuple[tuple[str, Callable[[Tensor], Any]], ...] = (
     ("_sym_sizes", lambda t: tuple(t.shape)),
+    ("_sym_argsize_0", lambda t: t.shape[0]),
     ("_sym_numel", lambda t: t.numel()),
     ("_sym_strides", lambda t: t.stride()),
     ("_scalar_type", lambda t: t.dtype),

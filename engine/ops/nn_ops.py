@@ -258,8 +258,8 @@ def _check_indices(indices: Array, fn: str) -> None:
 
 @op(
     derivatives={
-        "weight": lambda grad, indices, weight_sym_sizes, padding_idx, scale_grad_by_freq, sparse: (
-            _embedding_backward(grad, indices, weight_sym_sizes[0], padding_idx, scale_grad_by_freq, sparse)
+        "weight": lambda grad, indices, weight_sym_argsize_0, padding_idx, scale_grad_by_freq, sparse: (
+            _embedding_backward(grad, indices, weight_sym_argsize_0, padding_idx, scale_grad_by_freq, sparse)
         )
     },
     dtypes="keep",

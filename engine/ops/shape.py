@@ -91,10 +91,31 @@ def _unsafe_view(self: Tensor, size: Sequence[int]) -> Array:
 @composite(samples=lambda: [SampleInput((T.of(2, 3), (3, 2))), SampleInput((T.of(2, 3), (6,)))])
 def reshape(self: Tensor, *shape: Any) -> Tensor:
     size = _infer_size(_sizes(shape), self.numel())
-    if _try_view(self._data, size) is not None:
+    if self.is_contiguous():
         return view(self, size)
+    aliased = _try_view(self._data, size)
+    if aliased is not None:
+        stride = tuple(s // aliased.itemsize for s in aliased.strides)
+        return _reshape_alias(self, size, stride)
     # Not expressible as a view: copy, then reinterpret the copy (PyTorch's _unsafe_view).
     return _unsafe_view(clone(self, memory_format="contiguous"), size)
+
+
+@op(
+    derivatives={"self": lambda grad, self_sym_sizes: grad.reshape(self_sym_sizes)},
+    view="view",
+    dtypes="keep",
+    node="ReshapeAliasBackward0",
+    method=False,
+    function=False,
+    samples=lambda: [SampleInput((T.of(2, 3), (3, 2), (2, 1)))],
+)
+def _reshape_alias(self: Tensor, size: Sequence[int], stride: Sequence[int]) -> Array:
+    """A reshape of a non-contiguous tensor that is still expressible as a view."""
+    v = _try_view(self, tuple(size))
+    if v is None:
+        raise RuntimeError(f"_reshape_alias: size {list(size)} is not a view of the input")
+    return v
 
 
 @composite()

@@ -394,3 +394,65 @@ def test_custom_function_version_counter_error(torch_oracle: ModuleType) -> None
         "Hint: enable anomaly detection to find the operation that failed to compute its gradient, with "
         "torch.autograd.set_detect_anomaly(True).",
     )
+
+
+def test_apply_arguments_and_vjp(torch_oracle: ModuleType) -> None:
+    def scenario(lib: ModuleType) -> Any:
+        seen: list[Any] = []
+
+        class Scale(lib.autograd.Function):
+            @staticmethod
+            def forward(a: Any, k: float = 2.0) -> Any:
+                return a * k
+
+            @staticmethod
+            def setup_context(ctx: Any, inputs: Any, output: Any) -> None:
+                seen.append((len(inputs), inputs[1], ctx.needs_input_grad))  # defaults are filled in
+                ctx.k = inputs[1]
+
+            @staticmethod
+            def vjp(ctx: Any, g: Any) -> Any:  # vjp is backward's alias
+                return g * ctx.k, None
+
+        x = _x(lib)
+        Scale.apply(x).sum().backward()
+        return seen, x.grad
+
+    run_both(scenario, torch_oracle)
+
+    def with_kwargs(lib: ModuleType) -> Any:
+        class Scale(lib.autograd.Function):
+            @staticmethod
+            def forward(a: Any, k: float = 2.0) -> Any:
+                return a * k
+
+            @staticmethod
+            def setup_context(ctx: Any, inputs: Any, output: Any) -> None:
+                pass
+
+        Scale.apply(_x(lib), k=3.0)
+
+    raises_same(with_kwargs, torch_oracle, "apply() takes no keyword arguments")
+
+    def backward_and_vjp(lib: ModuleType) -> Any:
+        class Both(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx: Any, a: Any) -> Any:
+                return a * 2
+
+            @staticmethod
+            def backward(ctx: Any, g: Any) -> Any:
+                return g
+
+            @staticmethod
+            def vjp(ctx: Any, g: Any) -> Any:
+                return g
+
+        Both.apply(_x(lib)).sum().backward()
+
+    raises_same(
+        backward_and_vjp,
+        torch_oracle,
+        "Implementing both 'backward' and 'vjp' for a custom Function is not allowed. You should only implement "
+        "one of them.",
+    )

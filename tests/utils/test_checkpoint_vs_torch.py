@@ -17,6 +17,7 @@ reference counting alone, at the moment the graph releases it, in both libraries
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import gc
 import importlib
@@ -91,9 +92,11 @@ def _normalize(text: str) -> str:
 
 
 class Run:
-    def __init__(self, probe: Probe, result: dict[str, Any]) -> None:
+    def __init__(self, probe: Probe, result: dict[str, Any], frames_alive: int) -> None:
         self.probe = probe
         self.result = result
+        # Checkpoint frames still alive once the scenario returned (the cyclic GC still off).
+        self.frames_alive = frames_alive
 
 
 def run(fn: Scenario, lib: ModuleType, cp: ModuleType) -> Run:
@@ -103,9 +106,10 @@ def run(fn: Scenario, lib: ModuleType, cp: ModuleType) -> Run:
         with probe.installed(), warnings.catch_warnings():
             warnings.simplefilter("error")
             result = fn(lib, cp, probe)
+        frames_alive = sum(1 for f in probe._frames if f() is not None)
     finally:
         gc.enable()
-    return Run(probe, result)
+    return Run(probe, result, frames_alive)
 
 
 def gc_segments(timeline: list[str]) -> list[Counter[str]]:
@@ -146,6 +150,7 @@ def compare(name: str, torch_mod: ModuleType) -> tuple[Run, Run]:
     assert gc_segments(ours.probe.timeline) == gc_segments(theirs.probe.timeline)
     assert ours.probe.counts() == theirs.probe.counts()
     assert ours.probe.body_runs == theirs.probe.body_runs
+    assert ours.frames_alive == theirs.frames_alive == 0
     assert_same(ours.result, theirs.result, "result")
     return ours, theirs
 
@@ -941,6 +946,34 @@ def sequential(lib: ModuleType, cp: ModuleType, probe: Probe, use_reentrant: boo
     out.sum().backward()
     probe.set_phase("end")
     return {"after_forward": after_forward, "after_backward": counters, "gx": A(x.grad)}
+
+
+@scenario
+def exception_swallowed_by_forward_context(lib: ModuleType, cp: ModuleType, probe: Probe) -> dict[str, Any]:
+    """2.8 never shows the exception to the forward context: it propagates unchanged, and the
+    context is only closed (with GeneratorExit, which it swallows too) when the traceback goes."""
+    x = T(lib, (3,), 0)
+
+    class Swallow:
+        def __enter__(self) -> None:
+            probe.mark("forward context enter")
+
+        def __exit__(self, *exc: Any) -> bool:
+            probe.mark(f"forward context exit {exc[0].__name__ if exc[0] else None}")
+            return True
+
+    @probe.body
+    def f(t: Any) -> Any:
+        t.sin()
+        raise ValueError("boom")
+
+    seen = []
+    try:
+        cp.checkpoint(f, x, use_reentrant=False, context_fn=lambda: (Swallow(), contextlib.nullcontext()))
+    except ValueError as e:
+        seen.append(err(e))
+    probe.set_phase("end")
+    return {"seen": seen}
 
 
 # --- the reference scenarios of torch_2_8_vs_2_13.md, with matrix products ---------------------
