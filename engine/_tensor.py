@@ -465,7 +465,9 @@ class Tensor:
 
     @property
     def real(self) -> Tensor:
-        return self._real_view()
+        from engine.ops import real  # the op: a view of the real parts (self for a real tensor)
+
+        return real(self)  # type: ignore[no-any-return]
 
     if TYPE_CHECKING:
         # The op methods are installed from the op table at import time (one place per op);

@@ -6,10 +6,11 @@ engine (``engine/autograd/engine.py``).
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
-from engine._tensor import Tensor
+from engine._tensor import Size, Tensor
 from engine.autograd import functional, graph
 from engine.autograd.anomaly_mode import detect_anomaly, set_detect_anomaly
 from engine.autograd.engine import Engine, get_default_engine
@@ -21,7 +22,7 @@ from engine.autograd.grad_mode import (
     set_grad_enabled,
 )
 from engine.autograd.gradcheck import gradcheck, gradgradcheck
-from engine.autograd.graph import Edge, Node, grad_accumulator
+from engine.autograd.graph import Edge, GradientEdge, Node, gradient_edge
 
 __all__ = [
     "Function",
@@ -57,40 +58,64 @@ def _tensor_or_tensors_to_tuple(tensors: Any, length: int) -> tuple[Any, ...]:
     return tuple(tensors)
 
 
-def _make_grads(outputs: Sequence[Tensor], grads: Sequence[Tensor | None]) -> list[Tensor | None]:
-    from engine import ones_like
+def _make_grads(
+    outputs: Sequence[Tensor | GradientEdge], grads: Sequence[Any], is_grads_batched: bool
+) -> tuple[Tensor | None, ...]:
+    """Check the given output gradients against the outputs; create the implicit ``1`` of a
+    scalar output."""
+    from engine import ones, ones_like
 
     new_grads: list[Tensor | None] = []
     for out, grad in zip(outputs, grads, strict=False):
+        if isinstance(out, GradientEdge):
+            meta = out.node._input_metadata[out.output_nr]
+            out_size, out_dtype = Size(meta.shape), meta.dtype
+        else:
+            out_size, out_dtype = out.shape, out.dtype
         if isinstance(grad, Tensor):
-            if tuple(grad.shape) != tuple(out.shape):
+            first_grad = grad.select(0, 0) if is_grads_batched else grad
+            if out_size != first_grad.shape:
+                index_g, index_o = list(grads).index(grad), list(outputs).index(out)
+                # PyTorch's _calculate_shape: the batched shape drops the first dim of grad[0].
+                grad_shape = Size(first_grad.shape[1:]) if is_grads_batched else first_grad.shape
+                if is_grads_batched:
+                    raise RuntimeError(
+                        "If `is_grads_batched=True`, we interpret the first dimension of each grad_output "
+                        "as the batch dimension. The sizes of the remaining dimensions are expected to "
+                        f"match the shape of corresponding output, but a mismatch was detected: "
+                        f"grad_output[{index_g}] has a shape of {grad_shape} and output[{index_o}] has a "
+                        f"shape of {out_size}. If you only want some tensors in `grad_output` to be "
+                        "considered batched, consider using vmap."
+                    )
                 raise RuntimeError(
-                    f"Mismatch in shape: grad_output[{list(grads).index(grad)}] has a shape of "
-                    f"{grad.shape} and output[{list(outputs).index(out)}] has a shape of "
-                    f"{out.shape}."
+                    f"Mismatch in shape: grad_output[{index_g}] has a shape of {grad_shape} and "
+                    f"output[{index_o}] has a shape of {out_size}."
                 )
-            if out.dtype.is_complex != grad.dtype.is_complex:
+            if out_dtype.is_complex != grad.dtype.is_complex:
                 raise RuntimeError(
-                    "For complex Tensors, both grad_output and output are required to have the "
-                    f"same dtype. Mismatch in dtype: grad_output[{list(grads).index(grad)}] has "
-                    f"a dtype of {grad.dtype} and output[{list(outputs).index(out)}] has a dtype "
-                    f"of {out.dtype}."
+                    "For complex Tensors, both grad_output and output are required to have the same "
+                    f"dtype. Mismatch in dtype: grad_output[{list(grads).index(grad)}] has a dtype of "
+                    f"{grad.dtype} and output[{list(outputs).index(out)}] has a dtype of {out_dtype}."
                 )
             new_grads.append(grad)
         elif grad is None:
-            if out.requires_grad:
-                if out.numel() != 1:
+            if isinstance(out, GradientEdge) or out.requires_grad:
+                if any(s != 1 for s in out_size):
                     raise RuntimeError("grad can be implicitly created only for scalar outputs")
-                if not out.dtype.is_floating_point:
+                if not out_dtype.is_floating_point:
                     raise RuntimeError(
-                        f"grad can be implicitly created only for real scalar outputs but got {out.dtype}"
+                        f"grad can be implicitly created only for real scalar outputs but got {out_dtype}"
                     )
-                new_grads.append(ones_like(out))
+                new_grads.append(
+                    ones(tuple(out_size), dtype=out_dtype)
+                    if isinstance(out, GradientEdge)
+                    else ones_like(out)
+                )
             else:
                 new_grads.append(None)
         else:
             raise TypeError(f"gradients can be either Tensors or None, but got {type(grad).__name__}")
-    return new_grads
+    return tuple(new_grads)
 
 
 class _Identity(Node):
@@ -98,75 +123,101 @@ class _Identity(Node):
 
 
 def _run_backward(
-    tensors: Sequence[Tensor],
+    tensors: Sequence[Tensor | GradientEdge],
     grad_tensors: Sequence[Tensor | None],
     retain_graph: bool,
     create_graph: bool,
-    inputs: Sequence[Tensor],
+    inputs: Sequence[Any],
     allow_unreachable: bool,
     accumulate_grad: bool,
 ) -> tuple[Tensor | None, ...]:
+    """PyTorch's ``THPEngine_run_backward``: turn tensors into graph edges and run the engine."""
     if len(tensors) != len(grad_tensors):
         raise RuntimeError(f"got {len(tensors)} tensors and {len(grad_tensors)} gradients")
     roots: list[Edge] = []
-    grads: list[Tensor | None] = []
-    for i, (t, g) in enumerate(zip(tensors, grad_tensors, strict=True)):
-        fn = t.grad_fn
-        edge: Edge = (fn, t.output_nr) if fn is not None else (grad_accumulator(t), 0)
+    for i, t in enumerate(tensors):
+        edge: Edge = (t.node, t.output_nr) if isinstance(t, GradientEdge) else gradient_edge(t)
         if edge[0] is None:
             raise RuntimeError(f"element {i} of tensors does not require grad and does not have a grad_fn")
         roots.append(edge)
-        grads.append(g)
+    if not accumulate_grad and not inputs:
+        raise ValueError("grad requires non-empty inputs.")
     output_edges: list[Edge] = []
-    for t in inputs:
-        fn = t.grad_fn
-        if fn is None:
-            acc = t._grad_accumulator() if t._grad_accumulator is not None else None
-            fn = acc
-        if accumulate_grad:
-            t.retain_grad()
-        if not t.requires_grad:
-            raise RuntimeError("One of the differentiated Tensors does not require grad")
-        output_edges.append((fn, t.output_nr) if fn is not None else (_Identity(), 0))
-    outputs = get_default_engine().execute(
-        roots, grads, retain_graph, create_graph, accumulate_grad, output_edges
-    )
-    if not accumulate_grad and inputs:
-        for out in outputs:
-            if not allow_unreachable and out is None:
+    for inp in inputs:
+        if isinstance(inp, Tensor):
+            fn = inp.grad_fn
+            if fn is None:
+                fn = inp._grad_accumulator() if inp._grad_accumulator is not None else None
+            if accumulate_grad:
+                inp.retain_grad()
+            if not inp.requires_grad:
+                raise RuntimeError("One of the differentiated Tensors does not require grad")
+            # An input no node leads to (a leaf without an AccumulateGrad yet) is unreachable.
+            output_edges.append((fn, inp.output_nr) if fn is not None else (_Identity(), 0))
+        elif isinstance(inp, GradientEdge):
+            if not isinstance(inp.node, Node):
                 raise RuntimeError(
-                    "One of the differentiated Tensors appears to not have been used in the "
-                    "graph. Set allow_unused=True if this is the desired behavior."
+                    "GradientEdge first object must be an autograd.graph.Node but got "
+                    f"{type(inp.node).__name__}"
                 )
-        return tuple(outputs)
-    return ()
+            output_edges.append((inp.node, inp.output_nr))
+        else:
+            raise RuntimeError(
+                f"all inputs have to be Tensors or GradientEdges, but got {type(inp).__name__}"
+            )
+    outputs = get_default_engine().execute(
+        roots, list(grad_tensors), retain_graph, create_graph, accumulate_grad, output_edges
+    )
+    if accumulate_grad:
+        return ()
+    if not allow_unreachable and any(out is None for out in outputs):
+        raise RuntimeError(
+            "One of the differentiated Tensors appears to not have been used in the graph. Set "
+            "allow_unused=True if this is the desired behavior."
+        )
+    return tuple(outputs)
+
+
+def _as_tuple_of_roots(x: Any) -> tuple[Any, ...]:
+    return (x,) if isinstance(x, (Tensor, GradientEdge)) else tuple(x)
 
 
 def backward(
-    tensors: Tensor | Sequence[Tensor],
+    tensors: Tensor | GradientEdge | Sequence[Tensor | GradientEdge],
     grad_tensors: Tensor | Sequence[Tensor | None] | None = None,
     retain_graph: bool | None = None,
     create_graph: bool = False,
     grad_variables: Any = None,
-    inputs: Tensor | Sequence[Tensor] | None = None,
+    inputs: Tensor | GradientEdge | Sequence[Tensor | GradientEdge] | None = None,
 ) -> None:
     """Accumulate the gradients of ``tensors`` into the ``.grad`` of the leaves (or only of
     ``inputs``)."""
-    if inputs is not None and not isinstance(inputs, Tensor) and len(inputs) == 0:
-        raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
-    t_tensors = (tensors,) if isinstance(tensors, Tensor) else tuple(tensors)
-    t_inputs = (inputs,) if isinstance(inputs, Tensor) else tuple(inputs) if inputs is not None else ()
-    if grad_variables is not None and grad_tensors is None:
-        grad_tensors = grad_variables
-    grads = _make_grads(t_tensors, _tensor_or_tensors_to_tuple(grad_tensors, len(t_tensors)))
+    if grad_variables is not None:
+        warnings.warn(
+            "`grad_variables` is deprecated. Use `grad_tensors` instead.", FutureWarning, stacklevel=2
+        )
+        if grad_tensors is None:
+            grad_tensors = grad_variables
+        else:
+            raise RuntimeError(
+                "`grad_tensors` and `grad_variables` (deprecated) arguments both passed to `backward()`. "
+                "Please only use `grad_tensors`."
+            )
+    inputs_tuple: tuple[Any, ...] = ()
+    if inputs is not None:
+        inputs_tuple = _as_tuple_of_roots(inputs)
+        if len(inputs_tuple) == 0:
+            raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
+    t_tensors = _as_tuple_of_roots(tensors)
+    grads = _make_grads(t_tensors, _tensor_or_tensors_to_tuple(grad_tensors, len(t_tensors)), False)
     if retain_graph is None:
         retain_graph = create_graph
-    _run_backward(t_tensors, grads, retain_graph, create_graph, t_inputs, True, True)
+    _run_backward(t_tensors, grads, retain_graph, create_graph, inputs_tuple, True, True)
 
 
 def grad(
-    outputs: Tensor | Sequence[Tensor],
-    inputs: Tensor | Sequence[Tensor],
+    outputs: Tensor | GradientEdge | Sequence[Tensor | GradientEdge],
+    inputs: Tensor | GradientEdge | Sequence[Tensor | GradientEdge],
     grad_outputs: Tensor | Sequence[Tensor | None] | None = None,
     retain_graph: bool | None = None,
     create_graph: bool = False,
@@ -176,10 +227,12 @@ def grad(
     materialize_grads: bool = False,
 ) -> tuple[Tensor | None, ...]:
     """Return the gradients of ``outputs`` with respect to ``inputs`` (nothing is accumulated
-    into ``.grad``)."""
-    import warnings
+    into ``.grad``).
 
-    from engine import zeros_like
+    With ``is_grads_batched``, the first dimension of each grad_output is a batch: the result
+    stacks one gradient per batch entry (PyTorch vmaps the backward; the engine loops).
+    """
+    from engine import stack, zeros_like
 
     if materialize_grads and allow_unused is False:
         raise ValueError(
@@ -188,23 +241,42 @@ def grad(
         )
     if allow_unused is None:
         allow_unused = materialize_grads
-    if is_grads_batched:
-        raise NotImplementedError("engine.autograd.grad: is_grads_batched is not supported")
-    t_outputs = (outputs,) if isinstance(outputs, Tensor) else tuple(outputs)
-    t_inputs = (inputs,) if isinstance(inputs, Tensor) else tuple(inputs)
+    t_outputs = _as_tuple_of_roots(outputs)
+    t_inputs = _as_tuple_of_roots(inputs)
     if not only_inputs:
         warnings.warn(
-            "only_inputs argument is deprecated and is ignored now (defaults to True). To "
-            "accumulate gradient for other parts of the graph, please use "
-            "engine.autograd.backward.",
+            "only_inputs argument is deprecated and is ignored now (defaults to True). To accumulate "
+            "gradient for other parts of the graph, please use engine.autograd.backward.",
             FutureWarning,
             stacklevel=2,
         )
-    grads = _make_grads(t_outputs, _tensor_or_tensors_to_tuple(grad_outputs, len(t_outputs)))
+    grads = _make_grads(
+        t_outputs, _tensor_or_tensors_to_tuple(grad_outputs, len(t_outputs)), is_grads_batched
+    )
     if retain_graph is None:
         retain_graph = create_graph
-    result = _run_backward(t_outputs, grads, retain_graph, create_graph, t_inputs, allow_unused, False)
+    if is_grads_batched:
+        batch = next(g.shape[0] for g in grads if g is not None)
+        rows = [
+            _run_backward(
+                t_outputs,
+                [None if g is None else g.select(0, i) for g in grads],
+                retain_graph or i < batch - 1,
+                create_graph,
+                t_inputs,
+                allow_unused,
+                False,
+            )
+            for i in range(batch)
+        ]
+        result = tuple(
+            None if rows[0][j] is None else stack([row[j] for row in rows]) for j in range(len(t_inputs))
+        )
+    else:
+        result = _run_backward(t_outputs, grads, retain_graph, create_graph, t_inputs, allow_unused, False)
     if materialize_grads:
+        if any(result[i] is None and not isinstance(t_inputs[i], Tensor) for i in range(len(t_inputs))):
+            raise RuntimeError("materialize_grads cannot be used when the given input is a GradientEdge")
         result = tuple(
             out if out is not None else zeros_like(inp, requires_grad=True)
             for out, inp in zip(result, t_inputs, strict=True)

@@ -10,7 +10,7 @@ import functools
 import threading
 import weakref
 from collections.abc import Callable, Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 from engine._C import _tls
 from engine._tensor import Tensor
@@ -18,10 +18,12 @@ from engine.utils.hooks import RemovableHandle
 
 __all__ = [
     "AccumulateGrad",
+    "GradientEdge",
     "Node",
     "SavedTensor",
     "SavedVariable",
     "disable_saved_tensors_hooks",
+    "get_gradient_edge",
     "gradient_edge",
     "increment_version",
     "register_multi_grad_hook",
@@ -558,8 +560,22 @@ def increment_version(tensor: Tensor | Sequence[Tensor]) -> None:
         t._version_counter.version += 1
 
 
-def get_gradient_edge(tensor: Tensor) -> Edge:
-    return gradient_edge(tensor)
+class GradientEdge(NamedTuple):
+    """Where the gradient of a tensor is computed: ``(node, output_nr)``. ``grad()`` and
+    ``backward()`` accept it in place of the tensor (as outputs or inputs)."""
+
+    node: Node
+    output_nr: int
+
+
+def get_gradient_edge(tensor: Tensor) -> GradientEdge:
+    """The gradient edge of ``tensor``: ``grad(loss, get_gradient_edge(x))`` equals
+    ``grad(loss, x)``."""
+    if not tensor.requires_grad:
+        raise RuntimeError(
+            "It is not possible to get the gradient edge for a Tensor that does not require gradients"
+        )
+    return GradientEdge(_get_grad_fn_or_grad_acc(tensor), tensor.output_nr)
 
 
 def _get_grad_fn_or_grad_acc(t: Tensor) -> Node:

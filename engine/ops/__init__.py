@@ -11,6 +11,7 @@ from typing import Any
 
 from engine.ops import (  # noqa: F401  (each registers its ops)
     activation,
+    complex,
     extrema,
     indexing,
     join,

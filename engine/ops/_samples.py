@@ -39,6 +39,11 @@ class T:
     def mask(cls, *shape: int) -> T:
         return cls(tuple(shape), 0, 1, "mask", False, "bool")
 
+    @classmethod
+    def complex(cls, *shape: int, low: float = -2.0, high: float = 2.0, grad: bool = True) -> T:
+        """complex128, real and imaginary parts each uniform in [low, high)."""
+        return cls(tuple(shape), low, high, "complex", grad, "complex128")
+
 
 @dataclass(frozen=True)
 class Lit:
@@ -58,3 +63,6 @@ class SampleInput:
     note: str = ""
     # Compare second-order gradients too (where torch supports double backward).
     gradgrad: bool = True
+    # False where PyTorch's gradient is by definition not the derivative finite differences see:
+    # ties of max/amax, embedding's padding_idx and scale_grad_by_freq, a NaN loss.
+    gradcheck: bool = True

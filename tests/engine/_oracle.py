@@ -59,7 +59,9 @@ def _is_spec_tensor(spec: Any) -> bool:
     return isinstance(spec, (T, Lit))
 
 
-def build(lib: ModuleType, sample: SampleInput, arrays: list[Any]) -> tuple[list[Any], dict[str, Any], list[Any]]:
+def build(
+    lib: ModuleType, sample: SampleInput, arrays: list[Any]
+) -> tuple[list[Any], dict[str, Any], list[Any]]:
     """Turn arrays into ``lib`` tensors. Returns args, kwargs and the tensors that require grad."""
     leaves: list[Any] = []
     specs = list(sample.args) + list(sample.kwargs.values())
@@ -111,6 +113,15 @@ def _flatten_outputs(out: Any) -> list[Any]:
     return [out]
 
 
+def _draw(rng: np.random.Generator, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+    """Cotangent values in [-1, 1): float64 for real dtypes (cast to ``dtype``), and for complex
+    ones an imaginary part too (drawn after the real part, so real samples see the same draws)."""
+    values = rng.uniform(-1, 1, shape)
+    if np.issubdtype(dtype, np.complexfloating):
+        return (values + 1j * rng.uniform(-1, 1, shape)).astype(dtype)
+    return values.astype(dtype)
+
+
 def run(lib: ModuleType, fn: Callable[..., Any], sample: SampleInput, arrays: list[Any], seed: int) -> Run:
     """Call ``fn`` under saved-tensor hooks, then backward (and double backward) with fixed
     cotangents drawn from ``seed``."""
@@ -142,7 +153,7 @@ def run(lib: ModuleType, fn: Callable[..., Any], sample: SampleInput, arrays: li
     if not leaves or not diff_outs:
         return rec
     rng = np.random.default_rng(seed + 1)
-    cots = [lib.from_numpy(rng.uniform(-1, 1, tuple(o.shape)).astype(o.detach().numpy().dtype)) for o in diff_outs]
+    cots = [lib.from_numpy(_draw(rng, tuple(o.shape), o.detach().numpy().dtype)) for o in diff_outs]
     grads = lib.autograd.grad(diff_outs, leaves, cots, create_graph=True, allow_unused=True)
     # clone() before numpy(): torch may return a ZeroTensor (the gradient of sgn for a real input),
     # whose numpy() reads unallocated memory.
@@ -151,10 +162,22 @@ def run(lib: ModuleType, fn: Callable[..., Any], sample: SampleInput, arrays: li
         live = [(g, leaf) for g, leaf in zip(grads, leaves, strict=True) if g is not None and g.requires_grad]
         if live:
             try:
-                w = [lib.from_numpy(rng.uniform(-1, 1, tuple(g.shape))) for g, _ in live]
-                total = sum((g * wi).sum() for (g, _), wi in zip(live, w, strict=True))
+                w = [
+                    lib.from_numpy(
+                        _draw(rng, tuple(g.shape), np.complex128 if g.is_complex() else np.float64)
+                    )
+                    for g, _ in live
+                ]
+                # A complex gradient enters a real scalar through Re(g * w) (w complex too, so
+                # that both parts of g matter): backward needs a real root.
+                total = sum(
+                    ((g * wi).real if g.is_complex() else g * wi).sum()
+                    for (g, _), wi in zip(live, w, strict=True)
+                )
                 gg = lib.autograd.grad(total, leaves, allow_unused=True)
-                rec.gradgrads = [None if g is None else np.array(g.detach().clone().numpy(), copy=True) for g in gg]
+                rec.gradgrads = [
+                    None if g is None else np.array(g.detach().clone().numpy(), copy=True) for g in gg
+                ]
             except RuntimeError as e:
                 rec.gradgrads = None
                 rec.error = f"double backward: {type(e).__name__}: {e}"

@@ -218,9 +218,17 @@ def _nested(lib: ModuleType, cp: ModuleType, probe: Probe, ops_around: bool) -> 
     return {"gx": A(x.grad), "gw1": A(w1.grad), "gw2": A(w2.grad)}
 
 
-@variants(plain={"ops_around": False}, ops_before_after={"ops_around": True})
-def nested_two_children(lib: ModuleType, cp: ModuleType, probe: Probe, ops_around: bool) -> dict[str, Any]:
-    return _nested(lib, cp, probe, ops_around)
+@variants(
+    plain={"ops_around": False, "early_stop": True},
+    ops_before_after={"ops_around": True, "early_stop": True},
+    plain_early_stop_off={"ops_around": False, "early_stop": False},
+    ops_before_after_early_stop_off={"ops_around": True, "early_stop": False},
+)
+def nested_two_children(
+    lib: ModuleType, cp: ModuleType, probe: Probe, ops_around: bool, early_stop: bool
+) -> dict[str, Any]:
+    with cp.set_checkpoint_early_stop(early_stop):
+        return _nested(lib, cp, probe, ops_around)
 
 
 @variants(on={"early_stop": True}, off={"early_stop": False})
@@ -463,6 +471,28 @@ def nested_inner_without_tensor_args(lib: ModuleType, cp: ModuleType, probe: Pro
     out.sum().backward()
     probe.set_phase("end")
     return {"gx": A(x.grad), "gw": A(w.grad)}
+
+
+@variants(plain={"nested": False}, nested={"nested": True})
+def double_backward(lib: ModuleType, cp: ModuleType, probe: Probe, nested: bool) -> dict[str, Any]:
+    x = T(lib, (3,), 0)
+
+    @probe.body
+    def inner(t: Any) -> Any:
+        return t.sin().exp()
+
+    @probe.body
+    def f(t: Any) -> Any:
+        h = cp.checkpoint(inner, t, use_reentrant=False) if nested else inner(t)
+        return h.cos() * t
+
+    out = cp.checkpoint(f, x, use_reentrant=False)
+    probe.set_phase("grad create_graph")
+    (g,) = lib.autograd.grad(out.sum(), x, create_graph=True)
+    probe.set_phase("backward of grad")
+    (g * g).sum().backward()
+    probe.set_phase("end")
+    return {"g": A(g), "gx": A(x.grad)}
 
 
 # --- Rule 6: backward inside the checkpointed function -------------------------------------------
