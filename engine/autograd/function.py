@@ -78,6 +78,7 @@ class BackwardCFunction(Node, FunctionCtx):
     """The node of a custom Function (PyTorch's ``PyNode`` and its ctx in one object)."""
 
     _forward_cls: type[Function]
+    _user_backward = True
 
     def __init__(self) -> None:
         Node.__init__(self)

@@ -72,6 +72,9 @@ class Node:
     """
 
     _node_name: ClassVar[str | None] = None
+    # Whether apply() runs user code (a custom Function's backward), whose results get PyTorch's
+    # strict checks; see validate_outputs in engine.py.
+    _user_backward: ClassVar[bool] = False
 
     def __init__(self, sequence_nr: int | None = None) -> None:
         # See Note [sequence_nr] in engine/_C.py.

@@ -118,7 +118,7 @@ def _draw(rng: np.random.Generator, shape: tuple[int, ...], dtype: np.dtype) -> 
     ones an imaginary part too (drawn after the real part, so real samples see the same draws)."""
     values = rng.uniform(-1, 1, shape)
     if np.issubdtype(dtype, np.complexfloating):
-        return (values + 1j * rng.uniform(-1, 1, shape)).astype(dtype)
+        return np.asarray(values + 1j * rng.uniform(-1, 1, shape)).astype(dtype)
     return values.astype(dtype)
 
 
