@@ -64,6 +64,7 @@ class GraphTask:
         self.outstanding_tasks = 0
         self.final_callbacks: list[Callable[[], None]] = []
         self.completed = False
+        self.has_error = False
         self.nodes_in_graph: set[Node] = set()
 
 
@@ -282,6 +283,10 @@ def thread_main(task: GraphTask, queue: ReadyQueue) -> None:
         if not queue.heap:
             raise RuntimeError("engine: ready queue empty before the graph task completed")
         node_task, node, buffer = queue.pop()
+        if node_task.has_error:
+            # Left behind by a backward that failed (PyTorch skips them as they come up rather
+            # than removing them, which keeps the heap, and so the order of the rest, intact).
+            continue
         prev, prev_grad_mode, prev_node = _tls.graph_task, _tls.grad_enabled, _tls.current_node
         _tls.graph_task, _tls.current_node = node_task, node
         # See Note [Grad mode in backward].
@@ -290,10 +295,8 @@ def thread_main(task: GraphTask, queue: ReadyQueue) -> None:
             evaluate_function(node_task, node, buffer, queue)
         except BaseException as e:
             _tls.graph_task, _tls.grad_enabled, _tls.current_node = prev, prev_grad_mode, prev_node
+            node_task.has_error = True
             node_task.completed = True
-            if node_task is not task:
-                task.completed = True
-            _drain(queue, node_task)
             if _anomaly_enabled[0] and not getattr(e, "_anomaly_reported", False):
                 from engine.autograd.anomaly_mode import report_failure
 
@@ -303,10 +306,6 @@ def thread_main(task: GraphTask, queue: ReadyQueue) -> None:
         node_task.outstanding_tasks -= 1
         if node_task.outstanding_tasks == 0:
             _finish(node_task)
-
-
-def _drain(queue: ReadyQueue, task: GraphTask) -> None:
-    queue.heap = [entry for entry in queue.heap if entry[2] is not task]
 
 
 def _finish(task: GraphTask) -> None:

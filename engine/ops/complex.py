@@ -122,7 +122,9 @@ def _check_parts(a: Array, b: Array) -> None:
 
     names = [_scalar_type(_dtype.from_numpy(x.dtype)) for x in (a, b)]
     if not all(x.dtype in (np.float16, np.float32, np.float64) for x in (a, b)):
-        raise RuntimeError(f"Expected both inputs to be Half, Float or Double tensors but got {names[0]} and {names[1]}")
+        raise RuntimeError(
+            f"Expected both inputs to be Half, Float or Double tensors but got {names[0]} and {names[1]}"
+        )
     if a.dtype != b.dtype:
         raise RuntimeError(
             f"Expected object of scalar type {names[0]} but got scalar type {names[1]} for second argument"
@@ -144,8 +146,18 @@ def _parts_samples() -> list[SampleInput]:
     ]
 
 
+def _complex_backward_real(grad: Tensor, real: Tensor) -> Tensor:
+    # ``real`` is unused, but PyTorch's ComplexBackward0 saves it: its codegen reads the
+    # ``real`` of ``at::real(grad)`` as the input's name. Naming it here saves it too.
+    return grad.real
+
+
+def _complex_backward_imag(grad: Tensor, imag: Tensor) -> Tensor:
+    return grad.imag
+
+
 @op(
-    derivatives={"real": lambda grad: real(grad), "imag": lambda grad: imag(grad)},
+    derivatives={"real": _complex_backward_real, "imag": _complex_backward_imag},
     name="complex",
     dtypes="keep",
     samples=_parts_samples,

@@ -100,7 +100,9 @@ def _extremum_ops(name: str, reduce: Any, arg: Any, pairwise: Any, rtype: type) 
         samples=lambda: [
             SampleInput((T.of(2, 3),)),
             SampleInput((T.of(),)),
-            SampleInput((Lit([[1.0, 3.0, 3.0], [0.5, 3.0, 2.0]], "float64", grad=True),), note="ties", gradcheck=False),
+            SampleInput(
+                (Lit([[1.0, 3.0, 3.0], [0.5, 3.0, 2.0]], "float64", grad=True),), note="ties", gradcheck=False
+            ),
         ],
     )(full)
     dim_op = op(
@@ -177,7 +179,9 @@ def _amax_samples() -> list[SampleInput]:
         SampleInput((T.of(2, 3), [1])),
         SampleInput((T.of(2, 3, 4), [0, 2], True)),
         SampleInput((T.of(2, 3),)),
-        SampleInput((Lit([[1.0, 3.0, 3.0], [0.5, 3.0, 2.0]], "float64", grad=True), [1]), note="ties", gradcheck=False),
+        SampleInput(
+            (Lit([[1.0, 3.0, 3.0], [0.5, 3.0, 2.0]], "float64", grad=True), [1]), note="ties", gradcheck=False
+        ),
     ]
 
 

@@ -110,6 +110,8 @@ def _index_backward(
         SampleInput((T.of(3, 4), [T.mask(3, 4)]), note="mask"),
         SampleInput((T.of(3, 4, 2), [Lit([0, 1]), None, Lit([1, 0])]), note="apart"),
         SampleInput((T.of(3, 4), [Lit([5])]), note="out of bounds"),
+        SampleInput((T.complex(3, 4), [None, Lit([[0, 1], [3, 3]])]), note="complex"),
+        SampleInput((T.complex(3, 4), [T.mask(3, 4)]), note="complex mask"),
     ],
 )
 def index_Tensor(self: Tensor, indices: OptionalTensorList) -> Array:  # noqa: N802
@@ -168,6 +170,9 @@ _INDEX_PUT_DERIVATIVES = {
         SampleInput((T.of(3, 4, grad=False), [None, Lit([1, 3])], T.of(3, 1)), note="values only"),
         SampleInput((T.of(3, 4), [T.mask(3, 4)], T.of()), note="mask"),
         SampleInput((T.of(3, 4), [Lit([0])], T.of(2)), note="shape mismatch"),
+        SampleInput((T.complex(3, 4), [Lit([0, 0, 2])], T.complex(4), True), note="complex accumulate"),
+        SampleInput((T.complex(3, 4), [None, Lit([1, 3])], T.complex(3, 1)), note="complex"),
+        SampleInput((T.complex(3, 4), [Lit([0])], T.of(4)), note="complex real values"),
     ],
 )
 def index_put(self: Tensor, indices: OptionalTensorList, values: Tensor, accumulate: bool = False) -> Array:
@@ -198,10 +203,17 @@ def _check_bool_mask(mask: Array, what: str) -> None:
         raise RuntimeError(f"{what} only supports boolean masks, but got mask with dtype {mask.dtype.name}")
 
 
+_C_TYPES = {"float32": "float", "float64": "double", "int64": "int64_t", "int32": "int", "uint8": "uint8_t"}
+
+
 def _masked_fill(self: Array, mask: Array, value: Any) -> Array:
     _check_bool_mask(mask, "masked_fill_")
     shape = infer_size(self.shape, mask.shape)
-    fill = np.asarray(value).astype(self.dtype)
+    fill = np.asarray(value)
+    if np.iscomplexobj(fill) and not np.iscomplexobj(self):
+        name = _C_TYPES.get(self.dtype.name, self.dtype.name)
+        raise RuntimeError(f"value cannot be converted to type {name} without overflow")
+    fill = fill.astype(self.dtype)
     return np.where(np.broadcast_to(mask, shape), fill, np.broadcast_to(self, shape))
 
 
@@ -216,6 +228,9 @@ def _masked_fill(self: Array, mask: Array, value: Any) -> Array:
         SampleInput((T.of(2, 3), T.mask(2, 3), 1.5)),
         SampleInput((T.of(2, 3), T.mask(3), -1.0), note="broadcast mask"),
         SampleInput((T.of(3), T.mask(2, 3), 2.0), note="broadcast self"),
+        SampleInput((T.complex(2, 3), T.mask(2, 3), 1.5 - 2j), note="complex"),
+        SampleInput((T.complex(2, 3), T.mask(3), -1.0), note="complex real value"),
+        SampleInput((T.of(2, 3), T.mask(2, 3), 1j), note="complex value into real"),
     ],
 )
 def masked_fill_Scalar(self: Tensor, mask: Tensor, value: float) -> Array:  # noqa: N802
@@ -236,6 +251,8 @@ def masked_fill_Scalar(self: Tensor, mask: Tensor, value: float) -> Array:  # no
         SampleInput((T.of(2, 3), T.mask(2, 3), T.of())),
         SampleInput((T.of(2, 3, grad=False), T.mask(3), T.of()), note="value only"),
         SampleInput((T.of(2, 3), T.mask(2, 3), T.of(1)), note="1-dim value"),
+        SampleInput((T.complex(2, 3), T.mask(2, 3), T.complex()), note="complex"),
+        SampleInput((T.complex(2, 3), T.mask(2, 3), T((), grad=False)), note="complex real value"),
     ],
 )
 def masked_fill_Tensor(self: Tensor, mask: Tensor, value: Tensor) -> Array:  # noqa: N802
@@ -255,6 +272,7 @@ masked_fill_Tensor_ = inplace_variant(masked_fill_Tensor, "masked_fill_.Tensor")
     samples=lambda: [
         SampleInput((T.of(2, 3), T.mask(2, 3), 0.5)),
         SampleInput((T.of(2, 3), T.mask(3), T.of())),
+        SampleInput((T.complex(2, 3), T.mask(3), 2j), note="complex"),
     ]
 )
 def masked_fill(self: Tensor, mask: Tensor, value: Tensor | float) -> Tensor:

@@ -8,10 +8,12 @@ from typing import Any
 
 import numpy as np
 
+from engine import _dtype
 from engine._factories import zeros
 from engine._tensor import Tensor, _wrap_dim
 from engine.ops._dispatch import composite, op
 from engine.ops._samples import SampleInput, T
+from engine.ops.complex import handle_r_to_c
 from engine.ops.shape import _select_view
 
 Array = np.ndarray
@@ -57,7 +59,7 @@ def _split_sizes(length: int, split_size: int) -> list[int]:
     node="SplitBackward0",
     method=False,
     function=False,
-    samples=lambda: [SampleInput((T.of(5, 3), 2, 0))],
+    samples=lambda: [SampleInput((T.of(5, 3), 2, 0)), SampleInput((T.complex(5, 3), 2, 1), note="complex")],
 )
 def split_Tensor(self: Tensor, split_size: int, dim: int = 0) -> tuple[Array, ...]:  # noqa: N802
     d = _wrap_dim(dim, self.ndim)
@@ -128,7 +130,11 @@ def chunk(self: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
     },
     view="multi",
     dtypes="keep",
-    samples=lambda: [SampleInput((T.of(3, 2), 0)), SampleInput((T.of(3, 2), 1))],
+    samples=lambda: [
+        SampleInput((T.of(3, 2), 0)),
+        SampleInput((T.of(3, 2), 1)),
+        SampleInput((T.complex(3, 2), 1), note="complex"),
+    ],
 )
 def unbind(self: Tensor, dim: int = 0) -> tuple[Array, ...]:
     d = _wrap_dim(dim, self.ndim)
@@ -143,17 +149,26 @@ def _without(sizes: Sequence[int], dim: int) -> tuple[int, ...]:
 # --- joining -----------------------------------------------------------------------------------
 
 
-def _cat_backward(grad: Tensor, tensors_sym_sizes: list[tuple[int, ...]], dim: int) -> list[Tensor]:
+def _cat_backward(
+    grad: Tensor, tensors_sym_sizes: list[tuple[int, ...]], tensors_scalar_type: list[_dtype.dtype], dim: int
+) -> list[Tensor]:
     d = _wrap_dim(dim, grad.ndim)
     out = []
     start = 0
-    for sizes in tensors_sym_sizes:
+    for sizes, scalar_type in zip(tensors_sym_sizes, tensors_scalar_type, strict=True):
         if len(sizes) == 1 and sizes[0] == 0:  # legacy: empty 1-D tensors are skipped by cat
             out.append(zeros(sizes, dtype=grad.dtype))
             continue
-        out.append(grad.narrow(d, start, sizes[d]))
+        # A real input joined with complex ones gets the real part of its slice.
+        out.append(handle_r_to_c(scalar_type, grad.narrow(d, start, sizes[d])))
         start += sizes[d]
     return out
+
+
+def _stack_backward(grad: Tensor, dim: int, tensors_scalar_type: list[_dtype.dtype]) -> list[Tensor]:
+    # PyTorch's stack_tensors_backward selects each slice (it does not unbind).
+    d = _wrap_dim(dim, grad.ndim)
+    return [handle_r_to_c(st, grad.select(d, i)) for i, st in enumerate(tensors_scalar_type)]
 
 
 @op(
@@ -161,6 +176,8 @@ def _cat_backward(grad: Tensor, tensors_sym_sizes: list[tuple[int, ...]], dim: i
     samples=lambda: [
         SampleInput(([T.of(2, 3), T.of(1, 3)], 0)),
         SampleInput(([T.of(2, 3), T.of(2, 2)], 1)),
+        SampleInput(([T.complex(2, 3), T.complex(1, 3)], 0), note="complex"),
+        SampleInput(([T.of(2, 3), T.complex(2, 2), T.of(2, 1, grad=False)], 1), note="real and complex"),
     ],
     method=False,
 )
@@ -172,8 +189,13 @@ def cat(tensors: TensorList, dim: int = 0) -> Array:
 
 
 @op(
-    derivatives={"tensors": lambda grad, dim: list(grad.unbind(dim))},
-    samples=lambda: [SampleInput(([T.of(2, 3), T.of(2, 3)],)), SampleInput(([T.of(2, 3), T.of(2, 3)], 2))],
+    derivatives={"tensors": _stack_backward},
+    samples=lambda: [
+        SampleInput(([T.of(2, 3), T.of(2, 3)],)),
+        SampleInput(([T.of(2, 3), T.of(2, 3)], 2)),
+        SampleInput(([T.complex(2, 3), T.complex(2, 3)], 1), note="complex"),
+        SampleInput(([T.complex(2, 3), T.of(2, 3)], -1), note="real and complex"),
+    ],
     method=False,
 )
 def stack(tensors: TensorList, dim: int = 0) -> Array:

@@ -59,8 +59,9 @@ def _check_expandable(a: Array, sizes: Sequence[int]) -> None:
             )
 
 
-def _maybe_multiply(t: Tensor, s: float) -> Tensor:
-    return t if s == 1 else t * s
+def _maybe_multiply(t: Tensor, s: complex) -> Tensor:
+    # A complex scale enters gradients conjugated (derivatives.yaml's ``alpha.conj()``).
+    return t if s == 1 else t * (s.conjugate() if isinstance(s, complex) else s)
 
 
 # --- mm, addmm ------------------------------------------------------------------------------------
@@ -91,6 +92,9 @@ def _mm_samples() -> list[SampleInput]:
         SampleInput((T.of(2, 3), T.of(4, 5)), note="shape mismatch"),
         SampleInput((T.of(3), T.of(3, 4)), note="vector"),
         SampleInput((T.of(2, 3), T((3, 4), dtype="float32")), note="dtype mismatch"),
+        SampleInput((T.complex(2, 3), T.complex(3, 4)), note="complex"),
+        SampleInput((T.complex(2, 3, grad=False), T.complex(3, 4)), note="complex mat2 only"),
+        SampleInput((T.complex(2, 3), T.of(3, 4)), note="complex real"),
     ]
 
 
@@ -165,6 +169,12 @@ def _add_scaled(self: Array, product: Array, beta: float, alpha: float) -> Array
         SampleInput((T.of(1, 4), T.of(2, 3), T.of(3, 4, grad=False)), {"beta": 0}),
         SampleInput((T.of(3), T.of(2, 3), T.of(3, 2)), note="bad bias"),
         SampleInput((T.of(4), T.of(3), T.of(3, 4)), note="vector"),
+        SampleInput((T.complex(4), T.complex(2, 3), T.complex(3, 4)), note="complex"),
+        SampleInput(
+            (T.complex(2, 4), T.complex(2, 3), T.complex(3, 4)),
+            {"beta": 0.5 - 1j, "alpha": 2 + 1j},
+            note="complex scales",
+        ),
     ],
 )
 def addmm(self: Tensor, mat1: Tensor, mat2: Tensor, *, beta: float = 1, alpha: float = 1) -> Array:
@@ -200,6 +210,7 @@ def _check_bmm(batch1: Array, batch2: Array) -> None:
         SampleInput((T.of(2, 3, 4), T.of(2, 4, 5, grad=False)), note="self only"),
         SampleInput((T.of(2, 3, 4), T.of(2, 5, 5)), note="shape mismatch"),
         SampleInput((T.of(3, 4), T.of(4, 5)), note="matrices"),
+        SampleInput((T.complex(2, 3, 4), T.complex(2, 4, 5)), note="complex"),
     ],
 )
 def bmm(self: Tensor, mat2: Tensor) -> Array:
@@ -218,6 +229,11 @@ def bmm(self: Tensor, mat2: Tensor) -> Array:
         SampleInput((T.of(2, 3, 5), T.of(2, 3, 4), T.of(2, 4, 5))),
         SampleInput((T.of(5), T.of(2, 3, 4), T.of(2, 4, 5)), {"beta": 0.5, "alpha": -1.5}),
         SampleInput((T.of(2, 3, 6), T.of(2, 3, 4), T.of(2, 4, 5)), note="bad self"),
+        SampleInput(
+            (T.complex(5), T.complex(2, 3, 4), T.complex(2, 4, 5)),
+            {"beta": 0.5j, "alpha": 1 - 1j},
+            note="complex",
+        ),
     ],
 )
 def baddbmm(self: Tensor, batch1: Tensor, batch2: Tensor, *, beta: float = 1, alpha: float = 1) -> Array:
@@ -240,6 +256,7 @@ def baddbmm(self: Tensor, batch1: Tensor, batch2: Tensor, *, beta: float = 1, al
         SampleInput((T.of(2, 3, grad=False), T.of(3)), note="vec only"),
         SampleInput((T.of(2, 3), T.of(2)), note="size mismatch"),
         SampleInput((T.of(2, 3), T.of(3, 1)), note="matrix"),
+        SampleInput((T.complex(2, 3), T.complex(3)), note="complex"),
     ],
 )
 def mv(self: Tensor, vec: Tensor) -> Array:
@@ -267,6 +284,9 @@ def mv(self: Tensor, vec: Tensor) -> Array:
         SampleInput((T.of(3), T.of(4)), note="size mismatch"),
         SampleInput((T.of(2, 3), T.of(3)), note="matrix"),
         SampleInput((T.of(3), T((3,), dtype="float32")), note="dtype mismatch"),
+        SampleInput((T.complex(3), T.complex(3)), note="complex"),
+        SampleInput((T.complex(3), T.complex(3, grad=False)), note="complex self only"),
+        SampleInput((T.complex(3), T.of(3)), note="complex real"),
     ],
 )
 def dot(self: Tensor, tensor: Tensor) -> Array:
@@ -290,6 +310,8 @@ def dot(self: Tensor, tensor: Tensor) -> Array:
         SampleInput((T.of(3), T.of(4))),
         SampleInput((T.of(3, grad=False), T.of(4))),
         SampleInput((T.of(2, 3), T.of(4)), note="matrix"),
+        SampleInput((T.complex(3), T.complex(4)), note="complex"),
+        SampleInput((T.of(3), T.complex(4)), note="real complex"),
     ]
 )
 def outer(self: Tensor, vec2: Tensor) -> Tensor:
@@ -380,6 +402,13 @@ def _matmul_samples() -> list[SampleInput]:
         SampleInput((T.of(2, 3), T.of(4, 5)), note="mismatch"),
         SampleInput((T.of(2, 3), T.of()), note="0d"),
         SampleInput((T.of(2, 3, 4), T.of(3, 5, 6)), note="batch mismatch"),
+        SampleInput((T.complex(3), T.complex(3)), note="complex 1d 1d"),
+        SampleInput((T.complex(2, 3), T.complex(3)), note="complex 2d 1d"),
+        SampleInput((T.complex(3), T.complex(3, 4)), note="complex 1d 2d"),
+        SampleInput((T.complex(2, 3), T.complex(3, 4)), note="complex 2d 2d"),
+        SampleInput((T.complex(2, 5, 3), T.complex(3, 4)), note="complex 3d 2d"),
+        SampleInput((T.complex(2, 1, 5, 3), T.complex(3, 3, 4)), note="complex 4d 3d broadcast"),
+        SampleInput((T.complex(2, 3), T.of(3, 4)), note="complex real"),
     ]
 
 

@@ -8,14 +8,18 @@ never reduce a broadcast gradient themselves: the engine sums it to the input's 
 
 from __future__ import annotations
 
+import cmath
+import functools
 import math
 
 import numpy as np
 
+from engine import _dtype
 from engine._factories import zeros_like
 from engine._tensor import Tensor
 from engine.ops._dispatch import composite, inplace_variant, op
-from engine.ops._samples import SampleInput, T
+from engine.ops._samples import Lit, SampleInput, T
+from engine.ops.complex import handle_r_to_c
 
 Array = np.ndarray
 _erf = np.frompyfunc(math.erf, 1, 1)
@@ -52,6 +56,10 @@ def _unary(low: float = -2.0, high: float = 2.0) -> list[SampleInput]:
 
 
 def _binary(low: float = -2.0, high: float = 2.0) -> list[SampleInput]:
+    return [*_binary_real(low, high), *_binary_complex(low, high)]
+
+
+def _binary_real(low: float = -2.0, high: float = 2.0) -> list[SampleInput]:
     return [
         SampleInput((T((2, 3), low, high), T((2, 3), low, high))),
         SampleInput((T((2, 3), low, high), T((3,), low, high)), note="broadcast"),
@@ -62,31 +70,90 @@ def _binary(low: float = -2.0, high: float = 2.0) -> list[SampleInput]:
     ]
 
 
+def _binary_complex(low: float = -2.0, high: float = 2.0) -> list[SampleInput]:
+    """Complex operands, alone and mixed with real ones (the real one gets a real gradient)."""
+    c, r = functools.partial(T.complex, low=low, high=high), functools.partial(T, low=low, high=high)
+    return [
+        SampleInput((c(2, 3), c(2, 3)), note="complex"),
+        SampleInput((c(2, 3), r((3,))), note="complex real"),
+        SampleInput((r((2, 1)), c(1, 3)), note="real complex"),
+        SampleInput((c(2, 3), c(3, grad=False)), note="complex self only"),
+        SampleInput((r((2, 3)), 1.5 - 0.5j), note="real python complex"),
+        SampleInput((c(2, 3), 1.5), note="complex python scalar"),
+    ]
+
+
+def _unary_complex(low: float = -2.0, high: float = 2.0) -> list[SampleInput]:
+    return [
+        SampleInput((T.complex(2, 3, low=low, high=high),), note="complex"),
+        SampleInput((T.complex(low=low, high=high),), note="complex 0-dim"),
+    ]
+
+
+def _unary_all(
+    low: float = -2.0, high: float = 2.0, clow: float = -2.0, chigh: float = 2.0
+) -> list[SampleInput]:
+    return [*_unary(low, high), *_unary_complex(clow, chigh)]
+
+
 # --- arithmetic ------------------------------------------------------------------------------
 
 
-@op(
-    derivatives={"self": lambda grad: grad, "other": lambda grad, alpha: grad * alpha},
-    samples=lambda: [*_binary(), SampleInput((T.of(2, 3), T.of(2, 3)), {"alpha": 2.0})],
-)
-def add(self: Tensor, other: Tensor, alpha: float = 1) -> Array:
-    infer_size(self.shape, other.shape)
-    return self + other if alpha == 1 else self + alpha * other
+def _maybe_multiply(t: Tensor, s: complex) -> Tensor:
+    return t if s == 1 else t * s
 
 
-@op(
-    derivatives={"self": lambda grad: grad, "other": lambda grad, alpha: -grad * alpha},
-    samples=lambda: [*_binary(), SampleInput((T.of(2, 3), T.of(2, 3)), {"alpha": 2.0})],
-)
-def sub(self: Tensor, other: Tensor, alpha: float = 1) -> Array:
-    infer_size(self.shape, other.shape)
-    return self - other if alpha == 1 else self - alpha * other
+def _check_alpha(self: Array, alpha: complex) -> None:
+    if isinstance(alpha, complex) and not np.iscomplexobj(self):
+        raise RuntimeError("For non-complex input tensors, argument alpha must not be a complex number.")
+
+
+def _alpha_samples() -> list[SampleInput]:
+    return [
+        SampleInput((T.of(2, 3), T.of(2, 3)), {"alpha": 2.0}),
+        SampleInput((T.complex(2, 3), T.of(2, 3)), {"alpha": 2.0 - 1.0j}, note="complex alpha"),
+        SampleInput((T.of(2, 3), T.of(2, 3)), {"alpha": 1j}, note="complex alpha real inputs"),
+    ]
 
 
 @op(
     derivatives={
-        "self": lambda grad, other: grad * other.conj(),
-        "other": lambda grad, self: grad * self.conj(),
+        "self": lambda grad, self_scalar_type: handle_r_to_c(self_scalar_type, grad),
+        "other": lambda grad, alpha, other_scalar_type: handle_r_to_c(
+            other_scalar_type, _maybe_multiply(grad, _conj_scalar(alpha))
+        ),
+    },
+    samples=lambda: [*_binary(), *_alpha_samples()],
+)
+def add(self: Tensor, other: Tensor, alpha: complex = 1) -> Array:
+    infer_size(self.shape, other.shape)
+    _check_alpha(self, alpha)
+    return self + other if alpha == 1 else self + alpha * other
+
+
+@op(
+    derivatives={
+        "self": lambda grad, self_scalar_type: handle_r_to_c(self_scalar_type, grad),
+        "other": lambda grad, alpha, other_scalar_type: handle_r_to_c(
+            other_scalar_type, _maybe_multiply(-grad, _conj_scalar(alpha))
+        ),
+    },
+    samples=lambda: [*_binary(), *_alpha_samples()],
+)
+def sub(self: Tensor, other: Tensor, alpha: complex = 1) -> Array:
+    infer_size(self.shape, other.shape)
+    _check_alpha(self, alpha)
+    return self - other if alpha == 1 else self - alpha * other
+
+
+def _conj_scalar(s: complex) -> complex:
+    return s.conjugate() if isinstance(s, complex) else s
+
+
+@op(
+    derivatives={
+        "self": lambda grad, other, self_scalar_type: handle_r_to_c(self_scalar_type, grad * other.conj()),
+        "other": lambda grad, self, other_scalar_type: handle_r_to_c(other_scalar_type, grad * self.conj()),
     },
     samples=_binary,
 )
@@ -97,8 +164,10 @@ def mul(self: Tensor, other: Tensor) -> Array:
 
 @op(
     derivatives={
-        "self": lambda grad, other: grad / other.conj(),
-        "other": lambda grad, self, other: -grad * ((self / other) / other).conj(),
+        "self": lambda grad, other, self_scalar_type: handle_r_to_c(self_scalar_type, grad / other.conj()),
+        "other": lambda grad, self, other: handle_r_to_c(
+            other.dtype, -grad * ((self / other) / other).conj()
+        ),
     },
     dtypes="float",
     samples=lambda: _binary(0.5, 2.0),
@@ -121,7 +190,7 @@ def rsub_Scalar(self: Tensor, other: float, alpha: float = 1) -> Array:  # noqa:
     return other - alpha * self
 
 
-@op(derivatives={"self": lambda grad: -grad}, samples=_unary)
+@op(derivatives={"self": lambda grad: -grad}, samples=_unary_all)
 def neg(self: Tensor) -> Array:
     return -self
 
@@ -130,32 +199,58 @@ def neg(self: Tensor) -> Array:
     derivatives={"self": lambda grad, exponent, self: _pow_backward(grad, self, exponent)},
     name="pow.Tensor_Scalar",
     node="PowBackward0",
+    dtypes="keep",
     method=False,
     function=False,
     samples=lambda: [
         SampleInput((T((2, 3), 0.5, 2.0), 3)),
         SampleInput((T((2, 3), 0.5, 2.0), 0.5)),
         SampleInput((T((2, 3), 0.5, 2.0), 0)),
+        SampleInput((T.complex(2, 3), 3), note="complex"),
+        SampleInput((T.complex(2, 3), 2.5), note="complex float exponent"),
+        SampleInput((T.complex(2, 3), 1.5 - 0.5j), note="complex complex exponent"),
+        SampleInput((T((2, 3), 0.5, 2.0), 1.5 + 1j), note="real complex exponent"),
     ],
 )
-def pow_Tensor_Scalar(self: Tensor, exponent: float) -> Array:  # noqa: N802 - aten overload name
-    return np.power(self, exponent)
+def pow_Tensor_Scalar(self: Tensor, exponent: complex) -> Array:  # noqa: N802 - aten overload name
+    # The exponent takes part in type promotion: ``x ** 1j`` is complex, ``int_tensor ** 0.5`` float.
+    out = _dtype.result_type([Tensor._make(self), exponent])
+    return np.power(self.astype(out._np), exponent).astype(out._np)
 
 
-def _pow_backward(grad: Tensor, self: Tensor, exponent: float) -> Tensor:
+def _pow_backward(grad: Tensor, self: Tensor, exponent: complex) -> Tensor:
     if exponent == 0.0:
-        return zeros_like(grad)
-    return grad * (exponent * self.pow(exponent - 1)).conj()
+        return zeros_like(self)
+    return handle_r_to_c(self.dtype, grad * (exponent * self.pow(exponent - 1)).conj())
 
 
 def _pow_backward_self(grad: Tensor, self: Tensor, exponent: Tensor) -> Tensor:
-    return where(exponent == 0.0, 0.0, grad * (exponent * self.pow(exponent - 1)).conj())
+    out = where(exponent == 0.0, 0.0, grad * (exponent * self.pow(exponent - 1)).conj())
+    return handle_r_to_c(self.dtype, out)
+
+
+def _nonnegative_real(exponent: Tensor) -> Tensor:
+    if exponent.is_complex():
+        return (exponent.imag == 0).logical_and(exponent.real >= 0)
+    return exponent >= 0.0
 
 
 def _pow_backward_exponent(grad: Tensor, self: Tensor, exponent: Tensor, result: Tensor) -> Tensor:
     # 0 ** e for e >= 0 is 0 or 1 whatever e is near there: PyTorch defines its gradient as 0.
-    cond = (self == 0.0).logical_and(exponent >= 0.0)
-    return grad * where(cond, 0.0, (result * self.log()).conj())
+    cond = (self == 0.0).logical_and(_nonnegative_real(exponent))
+    # log of a negative real base is complex when the result is: promote before the log.
+    self_ = self.to(_dtype.result_type([self, exponent]))
+    return handle_r_to_c(exponent.dtype, grad * where(cond, 0.0, (result * self_.log()).conj()))
+
+
+def _pow_scalar_backward_exponent(grad: Tensor, self: complex, exponent: Tensor, result: Tensor) -> Tensor:
+    base = complex(self) if exponent.is_complex() else self
+    log_base = cmath.log(base) if isinstance(base, complex) else (math.log(base) if base > 0 else math.nan)
+    if self == 0:
+        out = grad * where(_nonnegative_real(exponent), 0.0, (result * -math.inf).conj())
+    else:
+        out = grad * (result * log_base).conj()
+    return handle_r_to_c(exponent.dtype, out)
 
 
 @op(
@@ -170,6 +265,9 @@ def _pow_backward_exponent(grad: Tensor, self: Tensor, exponent: Tensor, result:
     samples=lambda: [
         SampleInput((T((2, 3), 0.5, 2.0), T((2, 3), -1.0, 2.0))),
         SampleInput((T((2, 3), 0.5, 2.0), T((3,), -1.0, 2.0))),
+        SampleInput((T.complex(2, 3), T.complex(2, 3, low=-1.0)), note="complex"),
+        SampleInput((T.complex(2, 3), T((3,), -1.0, 2.0)), note="complex base"),
+        SampleInput((T((2, 3), 0.5, 2.0), T.complex(3, low=-1.0)), note="complex exponent"),
     ],
 )
 def pow_Tensor_Tensor(self: Tensor, exponent: Tensor) -> Array:  # noqa: N802
@@ -179,27 +277,34 @@ def pow_Tensor_Tensor(self: Tensor, exponent: Tensor) -> Array:  # noqa: N802
 
 @op(
     derivatives={
-        "exponent": lambda grad, self, exponent, result: (
-            grad * (result * math.log(self)).conj()
-            if self != 0
-            else grad * where(exponent >= 0.0, 0.0, (result * -math.inf).conj())
+        "exponent": lambda grad, self, exponent, result: _pow_scalar_backward_exponent(
+            grad, self, exponent, result
         )
     },
     name="pow.Scalar",
     node="PowBackward2",
-    dtypes="float",
+    dtypes="keep",
     method=False,
     function=False,
-    samples=lambda: [SampleInput((2.0, T((2, 3))))],
+    samples=lambda: [
+        SampleInput((2.0, T((2, 3)))),
+        SampleInput((2.0, T.complex(2, 3)), note="complex exponent"),
+        SampleInput((1.5 + 1j, T((2, 3))), note="complex base"),
+    ],
 )
-def pow_Scalar(self: float, exponent: Tensor) -> Array:  # noqa: N802
-    return np.power(float(self), exponent)
+def pow_Scalar(self: complex, exponent: Tensor) -> Array:  # noqa: N802
+    # The Python number takes part in type promotion: a complex base makes the result complex.
+    out = _dtype.result_type([Tensor._make(exponent), self])
+    if not (out.is_floating_point or out.is_complex):
+        out = _dtype.get_default_dtype()
+    base = self if isinstance(self, complex) else float(self)
+    return np.power(base, exponent.astype(out._np)).astype(out._np)
 
 
 @op(
     derivatives={"self": lambda grad, result: -grad * (result * result).conj()},
     dtypes="float",
-    samples=lambda: _unary(0.5, 2.0),
+    samples=lambda: _unary_all(0.5, 2.0, 0.5, 2.0),
 )
 def reciprocal(self: Tensor) -> Array:
     return 1.0 / self
@@ -208,13 +313,21 @@ def reciprocal(self: Tensor) -> Array:
 # --- unary math ------------------------------------------------------------------------------
 
 
-@op(derivatives={"self": lambda grad, self: grad * self.sgn()}, samples=_unary)
+@op(derivatives={"self": lambda grad, self: grad * self.sgn()}, dtypes="keep", samples=_unary_all)
 def abs(self: Tensor) -> Array:  # noqa: A001 - PyTorch's name
-    return np.abs(self)
+    return np.abs(self)  # real for a complex input
 
 
-@op(derivatives={"self": lambda grad: zeros_like(grad)}, samples=_unary)
+@op(
+    derivatives={"self": lambda grad: zeros_like(grad)},
+    samples=lambda: [*_unary(), SampleInput((T.complex(2, 3),), note="complex")],
+)
 def sign(self: Tensor) -> Array:
+    if np.iscomplexobj(self):
+        raise NotImplementedError(
+            "Unlike NumPy, torch.sign is not intended to support complex numbers. Please use "
+            "torch.sgn instead."
+        )
     return np.sign(self)
 
 
@@ -226,7 +339,13 @@ def _sgn_backward(self: Tensor, grad: Tensor, result: Tensor) -> Tensor:
     return ((grad - (result * result) * grad.conj()) / (2.0 * abs_)).masked_fill_(abs_ == 0.0, 0.0)
 
 
-@op(derivatives={"self": lambda grad, self, result: _sgn_backward(self, grad, result)}, samples=_unary)
+@op(
+    derivatives={"self": lambda grad, self, result: _sgn_backward(self, grad, result)},
+    samples=lambda: [
+        *_unary_all(),
+        SampleInput((Lit([0j, 1 + 1j, -2j], "complex128", grad=True),), note="zero", gradcheck=False),
+    ],
+)
 def sgn(self: Tensor) -> Array:
     if np.iscomplexobj(self):
         mag = np.abs(self)
@@ -234,7 +353,7 @@ def sgn(self: Tensor) -> Array:
     return np.sign(self)
 
 
-@op(derivatives={"self": lambda grad, result: grad * result.conj()}, dtypes="float", samples=_unary)
+@op(derivatives={"self": lambda grad, result: grad * result.conj()}, dtypes="float", samples=_unary_all)
 def exp(self: Tensor) -> Array:
     return np.exp(self)
 
@@ -242,7 +361,7 @@ def exp(self: Tensor) -> Array:
 @op(
     derivatives={"self": lambda grad, self: grad / self.conj()},
     dtypes="float",
-    samples=lambda: _unary(0.5, 3.0),
+    samples=lambda: _unary_all(0.5, 3.0),
 )
 def log(self: Tensor) -> Array:
     return np.log(self)
@@ -252,7 +371,7 @@ def log(self: Tensor) -> Array:
     derivatives={"self": lambda grad, self: grad / (self + 1).conj()},
     dtypes="float",
     node="Log1PBackward0",
-    samples=lambda: _unary(0.0, 3.0),
+    samples=lambda: _unary_all(0.0, 3.0),
 )
 def log1p(self: Tensor) -> Array:
     return np.log1p(self)
@@ -261,7 +380,7 @@ def log1p(self: Tensor) -> Array:
 @op(
     derivatives={"self": lambda grad, result: grad / (2 * result.conj())},
     dtypes="float",
-    samples=lambda: _unary(0.5, 3.0),
+    samples=lambda: _unary_all(0.5, 3.0),
 )
 def sqrt(self: Tensor) -> Array:
     return np.sqrt(self)
@@ -270,18 +389,18 @@ def sqrt(self: Tensor) -> Array:
 @op(
     derivatives={"self": lambda grad, result: -0.5 * grad * result.pow(3).conj()},
     dtypes="float",
-    samples=lambda: _unary(0.5, 3.0),
+    samples=lambda: _unary_all(0.5, 3.0),
 )
 def rsqrt(self: Tensor) -> Array:
     return 1.0 / np.sqrt(self)
 
 
-@op(derivatives={"self": lambda grad, self: grad * self.cos().conj()}, dtypes="float", samples=_unary)
+@op(derivatives={"self": lambda grad, self: grad * self.cos().conj()}, dtypes="float", samples=_unary_all)
 def sin(self: Tensor) -> Array:
     return np.sin(self)
 
 
-@op(derivatives={"self": lambda grad, self: grad * -self.sin().conj()}, dtypes="float", samples=_unary)
+@op(derivatives={"self": lambda grad, self: grad * -self.sin().conj()}, dtypes="float", samples=_unary_all)
 def cos(self: Tensor) -> Array:
     return np.cos(self)
 
@@ -289,7 +408,7 @@ def cos(self: Tensor) -> Array:
 @op(
     derivatives={"self": lambda grad, result: grad * (1 + result.pow(2)).conj()},
     dtypes="float",
-    samples=lambda: _unary(-1.2, 1.2),
+    samples=lambda: _unary_all(-1.2, 1.2, -1.0, 1.0),
 )
 def tan(self: Tensor) -> Array:
     return np.tan(self)
@@ -298,7 +417,7 @@ def tan(self: Tensor) -> Array:
 @op(
     derivatives={"self": lambda grad, result: grad * (1 - result * result).conj()},
     dtypes="float",
-    samples=_unary,
+    samples=_unary_all,
 )
 def tanh(self: Tensor) -> Array:
     return np.tanh(self)
@@ -307,12 +426,12 @@ def tanh(self: Tensor) -> Array:
 @op(
     derivatives={"self": lambda grad, result: grad * (result * (1 - result)).conj()},
     dtypes="float",
-    samples=_unary,
+    samples=_unary_all,
 )
 def sigmoid(self: Tensor) -> Array:
     # Split by sign so that exp never overflows.
     out = np.empty_like(self)
-    pos = self >= 0
+    pos = np.real(self) >= 0
     out[pos] = 1.0 / (1.0 + np.exp(-self[pos]))
     e = np.exp(self[~pos])
     out[~pos] = e / (1.0 + e)
@@ -375,9 +494,12 @@ def _max_min_grad(grad: Tensor, self: Tensor, other: Tensor, zero_where: Tensor)
         "self": lambda grad, self, other: _max_min_grad(grad, self, other, self < other),
         "other": lambda grad, self, other: _max_min_grad(grad, self, other, self > other),
     },
-    samples=lambda: _binary()[:-1],  # aten::maximum takes no Python scalar
+    # aten::maximum takes no Python scalar.
+    samples=lambda: [*_binary_real()[:-1], SampleInput((T.complex(2, 3), T.of(2, 3)), note="complex")],
 )
 def maximum(self: Tensor, other: Tensor) -> Array:
+    if np.iscomplexobj(self):
+        raise RuntimeError("maximum not implemented for complex tensors.")
     infer_size(self.shape, other.shape)
     return np.maximum(self, other)
 
@@ -387,9 +509,11 @@ def maximum(self: Tensor, other: Tensor) -> Array:
         "self": lambda grad, self, other: _max_min_grad(grad, self, other, self > other),
         "other": lambda grad, self, other: _max_min_grad(grad, self, other, self < other),
     },
-    samples=lambda: _binary()[:-1],
+    samples=lambda: [*_binary_real()[:-1], SampleInput((T.complex(2, 3), T.of(2, 3)), note="complex")],
 )
 def minimum(self: Tensor, other: Tensor) -> Array:
+    if np.iscomplexobj(self):
+        raise RuntimeError("minimum not implemented for complex tensors.")
     infer_size(self.shape, other.shape)
     return np.minimum(self, other)
 
@@ -405,6 +529,8 @@ def minimum(self: Tensor, other: Tensor) -> Array:
     samples=lambda: [
         SampleInput((T.mask(2, 3), T.of(2, 3), T.of(2, 3))),
         SampleInput((T.mask(2, 3), T.of(3), T.of(2, 1))),
+        SampleInput((T.mask(2, 3), T.complex(2, 3), T.complex(3)), note="complex"),
+        SampleInput((T.mask(2, 3), T.complex(2, 3), T.complex(2, 3, grad=False)), note="complex self only"),
     ],
 )
 def where(condition: Tensor, self: Tensor, other: Tensor) -> Array:

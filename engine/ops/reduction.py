@@ -96,7 +96,11 @@ def _sum_backward(grad: Tensor, self_sym_sizes: tuple[int, ...], dim: Dims, keep
     dtypes="keep",
     method=False,
     function=False,
-    samples=lambda: [SampleInput((T.of(2, 3),)), SampleInput((T.of(),))],
+    samples=lambda: [
+        SampleInput((T.of(2, 3),)),
+        SampleInput((T.of(),)),
+        SampleInput((T.complex(2, 3),), note="complex"),
+    ],
 )
 def sum_default(self: Tensor, dtype: Any = None) -> Array:
     return np.asarray(np.sum(self, dtype=_np_dtype(dtype, self.dtype)))
@@ -114,6 +118,7 @@ def sum_default(self: Tensor, dtype: Any = None) -> Array:
         SampleInput((T.of(2, 3, 4), [0, 2], True)),
         SampleInput((T.of(2, 3), [-1], True)),
         SampleInput((T.of(2, 3), [1, -1]), note="repeated dim"),
+        SampleInput((T.complex(2, 3), [1]), note="complex"),
     ],
 )
 def sum_dim_IntList(self: Tensor, dim: Dims, keepdim: bool = False, dtype: Any = None) -> Array:  # noqa: N802
@@ -121,7 +126,16 @@ def sum_dim_IntList(self: Tensor, dim: Dims, keepdim: bool = False, dtype: Any =
     return np.asarray(out)
 
 
-@composite(samples=lambda: [SampleInput((T.of(2, 3),)), SampleInput((T.of(2, 3), 0))])
+@composite(
+    samples=lambda: [
+        SampleInput((T.of(2, 3),)),
+        SampleInput((T.of(2, 3), 0)),
+        SampleInput((T.complex(2, 3), 0), note="complex"),
+        SampleInput(
+            (T.complex(2, 3),), {"dtype": _dtype.complex64}, note="complex to complex64", gradcheck=False
+        ),
+    ]
+)
 def sum(self: Tensor, dim: Dims = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:  # noqa: A001
     dtype = _integral_to_long(self._data, dtype)
     if dim is None and not keepdim:
@@ -150,7 +164,11 @@ _SCALAR_NAMES = {"int64": "Long", "int32": "Int", "uint8": "Byte", "bool": "Bool
     dtypes="keep",
     method=False,
     function=False,
-    samples=lambda: [SampleInput((T.of(2, 3),)), SampleInput((T.of(),))],
+    samples=lambda: [
+        SampleInput((T.of(2, 3),)),
+        SampleInput((T.of(),)),
+        SampleInput((T.complex(2, 3),), note="complex"),
+    ],
 )
 def mean_default(self: Tensor, *, dtype: Any = None) -> Array:
     _check_mean_dtype(self, dtype)
@@ -176,6 +194,7 @@ def _mean_backward(
         SampleInput((T.of(2, 3, 4), [0, 2], True)),
         SampleInput((T.of(2, 3), None)),
         SampleInput((T.of(2, 3), [])),
+        SampleInput((T.complex(2, 3, 4), [0, 2], True), note="complex"),
     ],
 )
 def mean_dim(self: Tensor, dim: Dims, keepdim: bool = False, *, dtype: Any = None) -> Array:
@@ -184,7 +203,13 @@ def mean_dim(self: Tensor, dim: Dims, keepdim: bool = False, *, dtype: Any = Non
     return np.asarray(np.mean(a, axis=_dims(dim, self.ndim), keepdims=keepdim))
 
 
-@composite(samples=lambda: [SampleInput((T.of(2, 3),)), SampleInput((T.of(2, 3), 1, True))])
+@composite(
+    samples=lambda: [
+        SampleInput((T.of(2, 3),)),
+        SampleInput((T.of(2, 3), 1, True)),
+        SampleInput((T.complex(2, 3), 1), note="complex"),
+    ]
+)
 def mean(self: Tensor, dim: Dims = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
     if dim is None and not keepdim:
         return mean_default(self, dtype=dtype)
@@ -383,6 +408,10 @@ _WITH_ZEROS = [[1.5, 0.0, -2.0], [0.0, 0.0, 3.0]]
         SampleInput((T.of(),)),
         SampleInput((Lit([[1.5, 0.0, -2.0], [0.5, 1.0, 3.0]], "float64", grad=True),), note="one zero"),
         SampleInput((Lit(_WITH_ZEROS, "float64", grad=True),), note="zeros"),
+        SampleInput((T.complex(2, 3),), note="complex"),
+        SampleInput(
+            (Lit([[1 + 1j, 0j, 2 - 1j], [0.5j, 1.0, -1 + 2j]], "complex128", grad=True),), note="complex zero"
+        ),
     ],
 )
 def prod_default(self: Tensor, *, dtype: Any = None) -> Array:
@@ -405,6 +434,10 @@ def prod_default(self: Tensor, *, dtype: Any = None) -> Array:
         SampleInput((T.of(2, 3, 4), 0, True)),
         SampleInput((Lit(_WITH_ZEROS, "float64", grad=True), 1), note="zeros"),
         SampleInput((Lit(_WITH_ZEROS, "float64", grad=True), 0, True), note="zeros keepdim"),
+        SampleInput((T.complex(2, 3), 1), note="complex"),
+        SampleInput(
+            (Lit([[1 + 1j, 0j, 2 - 1j], [0j, 1.0, 0j]], "complex128", grad=True), 1), note="complex zeros"
+        ),
     ],
 )
 def prod_dim_int(self: Tensor, dim: int, keepdim: bool = False, *, dtype: Any = None) -> Array:
@@ -414,7 +447,13 @@ def prod_dim_int(self: Tensor, dim: int, keepdim: bool = False, *, dtype: Any = 
     return np.asarray(np.prod(self, axis=d, keepdims=keepdim, dtype=_np_dtype(dtype, self.dtype)))
 
 
-@composite(samples=lambda: [SampleInput((T.of(2, 3),)), SampleInput((T.of(2, 3), 1, True))])
+@composite(
+    samples=lambda: [
+        SampleInput((T.of(2, 3),)),
+        SampleInput((T.of(2, 3), 1, True)),
+        SampleInput((T.complex(2, 3),), note="complex"),
+    ]
+)
 def prod(self: Tensor, dim: int | None = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
     dtype = _integral_to_long(self._data, dtype)
     if dim is None:
@@ -443,6 +482,8 @@ def _cumsum_backward(grad: Tensor, dim: int) -> Tensor:
         SampleInput((T.of(2, 3), 0)),
         SampleInput((T.of(4), -1)),
         SampleInput((T.of(), 0)),
+        SampleInput((T.complex(2, 3), 1), note="complex"),
+        SampleInput((T.complex(), 0), note="complex 0-dim"),
     ],
 )
 def cumsum(self: Tensor, dim: int, *, dtype: Any = None) -> Array:

@@ -5,6 +5,7 @@ Note [View + in-place] in engine/autograd/_views.py).
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -63,7 +64,11 @@ def _try_view(a: Array, shape: tuple[int, ...]) -> Array | None:
     dtypes="keep",
     method=True,
     function=False,
-    samples=lambda: [SampleInput((T.of(2, 3), (3, 2))), SampleInput((T.of(2, 3), (-1,)))],
+    samples=lambda: [
+        SampleInput((T.of(2, 3), (3, 2))),
+        SampleInput((T.of(2, 3), (-1,))),
+        SampleInput((T.complex(2, 3), (3, 2)), note="complex"),
+    ],
 )
 def view(self: Tensor, size: Sequence[int]) -> Array:
     shape = _infer_size(_sizes(size), self.size)
@@ -88,7 +93,13 @@ def _unsafe_view(self: Tensor, size: Sequence[int]) -> Array:
     return self.reshape(_infer_size(_sizes(size), self.size))
 
 
-@composite(samples=lambda: [SampleInput((T.of(2, 3), (3, 2))), SampleInput((T.of(2, 3), (6,)))])
+@composite(
+    samples=lambda: [
+        SampleInput((T.of(2, 3), (3, 2))),
+        SampleInput((T.of(2, 3), (6,))),
+        SampleInput((T.complex(2, 3), (6,)), note="complex"),
+    ]
+)
 def reshape(self: Tensor, *shape: Any) -> Tensor:
     size = _infer_size(_sizes(shape), self.numel())
     if self.is_contiguous():
@@ -139,7 +150,11 @@ def flatten(self: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     return reshape(self, (*shape[:start], -1, *shape[end + 1 :]))
 
 
-@op(derivatives={"self": lambda grad: grad}, dtypes="keep", samples=lambda: [SampleInput((T.of(2, 3),))])
+@op(
+    derivatives={"self": lambda grad: grad},
+    dtypes="keep",
+    samples=lambda: [SampleInput((T.of(2, 3),)), SampleInput((T.complex(2, 3),), note="complex")],
+)
 def clone(self: Tensor, memory_format: Any = None) -> Array:
     return np.array(self, copy=True, order="C")
 
@@ -215,7 +230,11 @@ def squeeze(self: Tensor, dim: int | Sequence[int] | None = None) -> Tensor:
     derivatives={"self": lambda grad, dim: grad.squeeze(dim)},
     view="view",
     dtypes="keep",
-    samples=lambda: [SampleInput((T.of(2, 3), 0)), SampleInput((T.of(2, 3), -1))],
+    samples=lambda: [
+        SampleInput((T.of(2, 3), 0)),
+        SampleInput((T.of(2, 3), -1)),
+        SampleInput((T.complex(2, 3), 1), note="complex"),
+    ],
 )
 def unsqueeze(self: Tensor, dim: int) -> Array:
     return np.expand_dims(self, _wrap_dim(dim, self.ndim + 1))
@@ -234,7 +253,10 @@ def _inverse_permutation(dims: Sequence[int]) -> tuple[int, ...]:
     },
     view="view",
     dtypes="keep",
-    samples=lambda: [SampleInput((T.of(2, 3, 4), (2, 0, 1)))],
+    samples=lambda: [
+        SampleInput((T.of(2, 3, 4), (2, 0, 1))),
+        SampleInput((T.complex(2, 3, 4), (2, 0, 1)), note="complex"),
+    ],
 )
 def permute(self: Tensor, dims: Sequence[int]) -> Array:
     if len(dims) != self.ndim:
@@ -250,7 +272,11 @@ def permute(self: Tensor, dims: Sequence[int]) -> Array:
     derivatives={"self": lambda grad, dim0, dim1: grad.transpose(dim0, dim1)},
     view="view",
     dtypes="keep",
-    samples=lambda: [SampleInput((T.of(2, 3, 4), 0, 2)), SampleInput((T.of(2, 3), -1, -2))],
+    samples=lambda: [
+        SampleInput((T.of(2, 3, 4), 0, 2)),
+        SampleInput((T.of(2, 3), -1, -2)),
+        SampleInput((T.complex(2, 3), 0, 1), note="complex"),
+    ],
 )
 def transpose(self: Tensor, dim0: int, dim1: int) -> Array:
     return np.swapaxes(self, _wrap_dim(dim0, self.ndim), _wrap_dim(dim1, self.ndim))
@@ -261,7 +287,11 @@ def transpose(self: Tensor, dim0: int, dim1: int) -> Array:
     view="view",
     dtypes="keep",
     node="TBackward0",
-    samples=lambda: [SampleInput((T.of(2, 3),)), SampleInput((T.of(3),))],
+    samples=lambda: [
+        SampleInput((T.of(2, 3),)),
+        SampleInput((T.of(3),)),
+        SampleInput((T.complex(2, 3),), note="complex"),
+    ],
 )
 def t(self: Tensor) -> Array:
     if self.ndim > 2:
@@ -273,7 +303,11 @@ def t(self: Tensor) -> Array:
     derivatives={"self": lambda grad, self_sym_sizes: grad.sum_to_size(self_sym_sizes)},
     view="view",
     dtypes="keep",
-    samples=lambda: [SampleInput((T.of(2, 3), (4, 2, 3))), SampleInput((T.of(2, 1), (2, 3)))],
+    samples=lambda: [
+        SampleInput((T.of(2, 3), (4, 2, 3))),
+        SampleInput((T.of(2, 1), (2, 3))),
+        SampleInput((T.complex(2, 1), (3, 2, 4)), note="complex"),
+    ],
 )
 def expand(self: Tensor, size: Sequence[int]) -> Array:
     shape = [int(s) for s in size]
@@ -345,7 +379,11 @@ def select_backward(grad: Tensor, input_sizes: Sequence[int], dim: int, index: i
     view="view",
     dtypes="keep",
     name="select",
-    samples=lambda: [SampleInput((T.of(2, 3), 1, 0)), SampleInput((T.of(2, 3), 0, -1))],
+    samples=lambda: [
+        SampleInput((T.of(2, 3), 1, 0)),
+        SampleInput((T.of(2, 3), 0, -1)),
+        SampleInput((T.complex(2, 3), 1, 2), note="complex"),
+    ],
 )
 def select(self: Tensor, dim: int, index: int) -> Array:
     d = _wrap_dim(dim, self.ndim)
@@ -381,7 +419,11 @@ def slice_backward(
     dtypes="keep",
     name="slice",
     function=False,
-    samples=lambda: [SampleInput((T.of(4, 3), 0, 1, 3, 1)), SampleInput((T.of(4, 3), 1, 0, 3, 2))],
+    samples=lambda: [
+        SampleInput((T.of(4, 3), 0, 1, 3, 1)),
+        SampleInput((T.of(4, 3), 1, 0, 3, 2)),
+        SampleInput((T.complex(4, 3), 0, 1, 4, 2), note="complex"),
+    ],
 )
 def slice_(
     self: Tensor, dim: int = 0, start: int | None = None, end: int | None = None, step: int = 1
@@ -437,7 +479,10 @@ def _as_strided_scatter_add(
     },
     view="view",
     dtypes="keep",
-    samples=lambda: [SampleInput((T.of(3, 4), (2, 2), (4, 1), 1))],
+    samples=lambda: [
+        SampleInput((T.of(3, 4), (2, 2), (4, 1), 1)),
+        SampleInput((T.complex(3, 4), (2, 2), (1, 4), 2), note="complex"),
+    ],
 )
 def as_strided(self: Tensor, size: Sequence[int], stride: Sequence[int], storage_offset: int = 0) -> Array:
     """A view of ``self``'s elements (counted from its first element, row-major) with the
@@ -497,11 +542,22 @@ def detach_(self: Tensor) -> Tensor:
 
 
 @op(
-    derivatives={"self": lambda grad: zeros_like_(grad), "src": lambda grad: grad},
+    # PyTorch's CopyBackwards gives src the real part of a complex gradient if src is real.
+    derivatives={
+        "self": lambda grad: zeros_like_(grad),
+        "src": lambda grad, src_scalar_type: _to_copy_backward(grad, src_scalar_type),
+    },
     node="engine::autograd::CopyBackwards",
     inplace=True,
     function=False,
-    samples=lambda: [SampleInput((T.of(2, 3), T.of(2, 3))), SampleInput((T.of(2, 3), T.of(3)))],
+    dtypes="keep",
+    samples=lambda: [
+        SampleInput((T.of(2, 3), T.of(2, 3))),
+        SampleInput((T.of(2, 3), T.of(3))),
+        SampleInput((T.complex(2, 3), T.complex(3)), note="complex"),
+        SampleInput((T.complex(2, 3), T.of(2, 3)), note="real into complex"),
+        SampleInput((T.of(2, 3), T((2, 3), dtype="float32")), note="float32 into float64", gradcheck=False),
+    ],
 )
 def copy_(self: Tensor, src: Tensor, non_blocking: bool = False) -> Array:
     from engine.ops.pointwise import infer_size
@@ -511,7 +567,7 @@ def copy_(self: Tensor, src: Tensor, non_blocking: bool = False) -> Array:
         raise RuntimeError(
             f"output with shape {list(self.shape)} doesn't match the broadcast shape {list(shape)}"
         )
-    return np.broadcast_to(src, self.shape).astype(self.dtype, copy=False)
+    return cast_array(np.broadcast_to(src, self.shape), self.dtype)
 
 
 def zeros_like_(t: Tensor) -> Tensor:
@@ -523,7 +579,7 @@ def zeros_like_(t: Tensor) -> Tensor:
     node="ZeroBackward0",
     inplace=True,
     function=False,
-    samples=lambda: [SampleInput((T.of(2, 3),))],
+    samples=lambda: [SampleInput((T.of(2, 3),)), SampleInput((T.complex(2, 3),), note="complex")],
 )
 def zero_(self: Tensor) -> Array:
     return np.zeros_like(self)
@@ -564,12 +620,33 @@ def fill_(self: Tensor, value: Tensor | float) -> Tensor:
     return fill_Scalar(self, value)
 
 
+def _to_copy_backward(grad: Tensor, self_scalar_type: _dtype.dtype) -> Tensor:
+    # A real input's gradient is the real part, taken without the discarding-imaginary warning.
+    if not self_scalar_type.is_complex and grad.is_complex():
+        from engine.ops.complex import real
+
+        grad = real(grad)
+    return grad.to(self_scalar_type)
+
+
+def cast_array(a: Array, d: np.dtype) -> Array:
+    """``a.astype(d)``, warning like PyTorch (not NumPy) when a complex value loses its imaginary part."""
+    if np.iscomplexobj(a) and not np.issubdtype(d, np.complexfloating):
+        warnings.warn("Casting complex values to real discards the imaginary part", UserWarning, stacklevel=2)
+        a = a.real
+    return a.astype(d)
+
+
 @op(
-    derivatives={"self": lambda grad, self_scalar_type: grad.to(self_scalar_type)},
+    derivatives={"self": _to_copy_backward},
     dtypes="keep",
     node="ToCopyBackward0",
     method=False,
     function=False,
+    samples=lambda: [
+        SampleInput((T.of(2, 3),), {"dtype": _dtype.complex128}, note="to complex"),
+        SampleInput((T.of(2, 3),), {"dtype": _dtype.float32}, gradcheck=False),  # float32 output
+    ],
 )
 def _to_copy(self: Tensor, dtype: Any) -> Array:
-    return self.astype(dtype._np)
+    return cast_array(self, dtype._np)

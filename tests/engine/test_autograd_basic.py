@@ -405,3 +405,54 @@ def test_leaf_inplace_errors(torch_oracle: ModuleType) -> None:
         torch_oracle,
         "a view of a leaf Variable that requires grad is being used in an in-place operation.",
     )
+
+
+def test_gradient_edges_and_batched_grads(torch_oracle: ModuleType) -> None:
+    def scenario(lib: ModuleType) -> Any:
+        get_edge = lib.autograd.graph.get_gradient_edge
+        x = _x(lib)
+        a = x.sin()
+        y = (a * x).sum()
+        by_edge = lib.autograd.grad(y, [get_edge(x), get_edge(a)], retain_graph=True)
+        by_tensor = lib.autograd.grad(y, [x, a], retain_graph=True)
+        root_edge = lib.autograd.grad(get_edge(y), x, retain_graph=True)  # an implicit 1 for the root
+        edge = get_edge(x)
+        batched = lib.autograd.grad(x * x, x, lib.eye(3, dtype=lib.float64), is_grads_batched=True)
+        return by_edge, by_tensor, root_edge, edge.node.name(), edge.output_nr, batched
+
+    run_both(scenario, torch_oracle)
+
+
+@pytest.mark.parametrize(
+    ("case", "expected"),
+    [
+        ("empty_grad_inputs", "grad requires non-empty inputs."),
+        ("int_input", "all inputs have to be Tensors or GradientEdges, but got int"),
+        ("edge_no_grad", "It is not possible to get the gradient edge for a Tensor that does not require "
+         "gradients"),
+        ("batched_shape", "If `is_grads_batched=True`, we interpret the first dimension of each grad_output as the "
+         "batch dimension. The sizes of the remaining dimensions are expected to match the shape of corresponding "
+         "output, but a mismatch was detected: grad_output[0] has a shape of torch.Size([]) and output[0] has a "
+         "shape of torch.Size([3]). If you only want some tensors in `grad_output` to be considered batched, "
+         "consider using vmap."),
+        ("grad_variables", "`grad_tensors` and `grad_variables` (deprecated) arguments both passed to "
+         "`backward()`. Please only use `grad_tensors`."),
+    ],
+)  # fmt: skip
+def test_more_argument_errors(torch_oracle: ModuleType, case: str, expected: str) -> None:
+    def scenario(lib: ModuleType) -> Any:
+        x = _x(lib)
+        if case == "empty_grad_inputs":
+            lib.autograd.grad((x * 2).sum(), [])
+        elif case == "int_input":
+            lib.autograd.grad((x * 2).sum(), [x, 3])
+        elif case == "edge_no_grad":
+            lib.autograd.graph.get_gradient_edge(_x(lib, grad=False))
+        elif case == "batched_shape":
+            lib.autograd.grad(x * 2, x, lib.ones(2, 4, dtype=lib.float64), is_grads_batched=True)
+        else:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", FutureWarning)
+                lib.autograd.backward(x.sum(), lib.tensor(1.0), grad_variables=lib.tensor(1.0))
+
+    raises_same(scenario, torch_oracle, expected)

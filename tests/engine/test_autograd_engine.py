@@ -231,6 +231,34 @@ def test_error_in_reentrant_backward_propagates(torch_oracle: ModuleType) -> Non
     raises_same(scenario, torch_oracle, BACKWARD_TWICE)
 
 
+def test_caught_error_in_reentrant_backward_leaves_outer_order_intact(torch_oracle: ModuleType) -> None:
+    def scenario(lib: ModuleType) -> Any:
+        log: list[str] = []
+        x = lib.ones(2, dtype=lib.float64, requires_grad=True)
+        outer = [x * i for i in range(2, 6)]
+        for i, v in enumerate(outer):
+            v.grad_fn.register_prehook(lambda g, i=i: log.append(f"outer {i}"))
+
+        def hook(g: Any) -> Any:
+            with lib.enable_grad():
+                w = lib.ones(2, dtype=lib.float64, requires_grad=True)
+                inner = [w * i for i in range(1, 6)]
+                for i, v in enumerate(inner):
+                    v.grad_fn.register_prehook(lambda g, i=i: log.append(f"inner {i}"))
+                inner[2].register_hook(lambda g: 1 / 0)
+                try:
+                    sum(v.sum() for v in inner).backward()
+                except ZeroDivisionError:
+                    log.append("caught")  # the failed backward's pending nodes must not run
+            return g
+
+        outer[1].register_hook(hook)
+        sum(v.sum() for v in outer).backward()
+        return log, x.grad
+
+    run_both(scenario, torch_oracle)
+
+
 # --- graph-task ids and threads ----------------------------------------------------------------
 
 
