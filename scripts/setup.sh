@@ -23,11 +23,15 @@ PYVER=$("$PY" -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]
 CACHE=${AUTOGRAD_LENS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/autograd-lens}
 ORACLE_VENV="$CACHE/torch-$ORACLE_VERSION-py$PYVER"
 
-# 1. System packages: Debian's python3-venv if the interpreter cannot make venvs.
-if ! "$PY" -c 'import ensurepip, venv' >/dev/null 2>&1; then
-  echo "setup: installing python3-venv (apt)"
+# 1. System packages (Debian): python3-venv if the interpreter cannot make venvs, Graphviz's
+#    `dot` to render graphs as SVG.
+APT=()
+"$PY" -c 'import ensurepip, venv' >/dev/null 2>&1 || APT+=(python3-venv)
+command -v dot >/dev/null 2>&1 || APT+=(graphviz)
+if [ ${#APT[@]} -gt 0 ]; then
+  echo "setup: installing ${APT[*]} (apt)"
   apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${APT[@]}" >/dev/null
 fi
 
 # 2. The project venv, reinstalled when pyproject.toml changes.
