@@ -482,6 +482,7 @@ def _as_strided_scatter_add(
     samples=lambda: [
         SampleInput((T.of(3, 4), (2, 2), (4, 1), 1)),
         SampleInput((T.complex(3, 4), (2, 2), (1, 4), 2), note="complex"),
+        SampleInput((T.of(3, 4), (2, 2), (1, 4), 10), note="out of bounds"),
     ],
 )
 def as_strided(self: Tensor, size: Sequence[int], stride: Sequence[int], storage_offset: int = 0) -> Array:
@@ -489,6 +490,21 @@ def as_strided(self: Tensor, size: Sequence[int], stride: Sequence[int], storage
     given sizes and strides. The engine regenerates view grad_fns with it."""
     flat = self.reshape(-1) if self.flags.c_contiguous else np.ascontiguousarray(self).reshape(-1)
     item = flat.itemsize
+    if any(s < 0 for s in stride):
+        raise RuntimeError(
+            f"as_strided: Negative strides are not supported at the moment, got strides: {list(stride)}"
+        )
+    # NumPy's as_strided does not check bounds: reading past the array would read (and a later
+    # in-place op write) memory that is not the tensor's.
+    needed = (
+        0 if 0 in size else storage_offset + 1 + sum((n - 1) * s for n, s in zip(size, stride, strict=True))
+    )
+    if needed > flat.size:
+        raise RuntimeError(
+            f"setStorage: sizes {list(size)}, strides {list(stride)}, storage offset {storage_offset}, and "
+            f"itemsize {item} requiring a storage size of {needed * item} are out of bounds for storage of "
+            f"size {flat.size * item}"
+        )
     return _np_as_strided(
         flat[storage_offset:] if storage_offset < flat.size else flat[flat.size :],
         shape=tuple(size),

@@ -1,0 +1,186 @@
+"""Layer 1 of an op call: autograd (PyTorch's generated ``VariableType`` kernels).
+
+Decide whether the output requires grad, check the in-place rules, create the node and save the
+inputs its formulas need *before* the kernel runs; after it, give the outputs their history and
+save the outputs. ``_GeneratedNode.apply`` is the node's backward: unpack, then run the formulas.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from engine._C import _tls
+from engine._tensor import Tensor
+from engine.autograd.graph import Node, SavedVariable, collect_next_edges
+from engine.ops._kernel import _inplace_or_view
+
+if TYPE_CHECKING:
+    from engine.ops._dispatch import Op
+
+
+# Note [Saved variable order]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# PyTorch's generated code packs the inputs a node saves before the kernel runs, in the order of
+# their names (``MulBackward0`` packs other, then self; ``ClampBackward0`` max, min, self), and
+# the outputs (``result``) after the kernel. Its ``apply`` unpacks every saved tensor first, in
+# that same order, and only then runs the formulas. An input is saved only if the formula of
+# some input that requires grad uses it (``mul`` saves ``other`` only when ``self`` requires
+# grad). Checkpointing observes exactly this order through its pack and unpack hooks, so the
+# engine reproduces it, and tests/engine/test_ops.py checks it against torch for every op.
+
+
+# --- layer 1: autograd ---------------------------------------------------------------------
+
+
+def _autograd_call(op: Op, bound: dict[str, Any]) -> Any:
+    inputs = _differentiable_inputs(op, bound)
+    requires_grad = (
+        _tls.grad_enabled
+        and op.node_name is not None
+        and any(t is not None and t.requires_grad for t in inputs)
+    )
+    if op.is_inplace:
+        from engine.autograd._views import check_inplace
+
+        check_inplace(bound["self"], requires_grad)
+    node: _GeneratedNode | None = None
+    if requires_grad:
+        node = _make_node(op, inputs, _input_slots(op, bound))
+        for name in op.saved_inputs:
+            users = op.saved_input_users[name]
+            if not any(node.should_compute_output(i) for i, s in enumerate(node._slots) if s in users):
+                continue
+            value = bound[name]
+            if op.is_inplace and name == "self":
+                # The kernel is about to overwrite self: save a copy (PyTorch's original_self).
+                from engine.ops import clone
+
+                value = clone(value)
+            if name in op.list_params:
+                node._saved[name] = _SavedVariableList(value, node)  # type: ignore[assignment]
+            else:
+                node.save(name, value)
+        for name in op.saved_attrs:
+            node._saved_attrs[name] = _attr_value(name, bound)
+    outs = _inplace_or_view(op, bound)
+    if node is None:
+        return outs
+    out_tuple = outs if isinstance(outs, tuple) else (outs,)
+    if op.is_inplace:
+        from engine.autograd._views import rebase_history
+
+        rebase_history(out_tuple[0], node)
+    else:
+        diffs = op.differentiable_outputs
+        if op.view == "multi" and len(out_tuple) != len(diffs):
+            diffs = diffs[:1] * len(out_tuple)  # a Tensor[] result (split): one output per tensor
+        for i, (t, diff) in enumerate(zip(out_tuple, diffs, strict=True)):
+            if diff:
+                t._grad_fn = node
+                t._output_nr = i
+                node.add_input_metadata(t)
+    for name in op.saved_outputs:
+        node.save(name, out_tuple[op.outputs.index(name)], is_output=True)
+    return outs
+
+
+def _differentiable_inputs(op: Op, bound: dict[str, Any]) -> list[Tensor | None]:
+    out: list[Tensor | None] = []
+    for n in op.differentiable_inputs:
+        v = bound[n]
+        if n in op.list_params:
+            out.extend(v)
+        else:
+            out.append(v)
+    return out
+
+
+def _input_slots(op: Op, bound: dict[str, Any]) -> list[str]:
+    """The input name behind each next edge (a TensorList input has one edge per tensor)."""
+    slots: list[str] = []
+    for n in op.differentiable_inputs:
+        slots.extend([n] * len(bound[n]) if n in op.list_params else [n])
+    return slots
+
+
+class _SavedVariableList:
+    """A saved ``Tensor[]`` / ``Tensor?[]`` (PyTorch's ``std::vector<SavedVariable>``): one
+    SavedVariable per entry, packed and unpacked in list order; a None entry packs nothing."""
+
+    def __init__(self, tensors: Sequence[Tensor | None], node: Node) -> None:
+        self.items = [SavedVariable(t, False, saved_for=node) for t in tensors]
+
+    def unpack(self, saved_for: Node | None = None) -> tuple[Tensor | None, ...]:
+        return tuple(sv.unpack(saved_for) for sv in self.items)
+
+    def reset_data(self) -> None:
+        for sv in self.items:
+            sv.reset_data()
+
+
+class _GeneratedNode(Node):
+    """Base of the nodes the op table generates (``SinBackward0`` ...)."""
+
+    op: Op
+    _slots: list[str]
+
+    def apply(self, grads: list[Tensor | None]) -> list[Tensor | None]:
+        op = self.op
+        # See Note [Saved variable order]: unpack everything first, in pack order.
+        values: dict[str, Any] = {name: sv.unpack(self) for name, sv in self._saved.items()}
+        values.update(self._saved_attrs)
+        values["grad"] = grads[0]
+        values["grads"] = grads
+        out: list[Tensor | None] = []
+        i = 0
+        for name in op.differentiable_inputs:
+            count = self._slots.count(name)
+            formula = op.derivatives[name]
+            wanted = any(self.task_should_compute_output(j) for j in range(i, i + count))
+            if not wanted or all(g is None for g in grads):
+                out.extend([None] * count)
+            else:
+                result = formula.fn(*[values[n] for n in formula.needs])
+                out.extend(result if name in op.list_params else [result])
+            i += count
+        return out
+
+
+_NODE_CLASSES: dict[str, type[_GeneratedNode]] = {}
+
+
+def _make_node(op: Op, inputs: list[Tensor | None], slots: list[str]) -> _GeneratedNode:
+    assert op.node_name is not None
+    base_op = op.inplace_of or op  # add_ builds the same AddBackward0 as add
+    cls = _NODE_CLASSES.get(base_op.name)
+    if cls is None:
+        namespace = {"op": base_op, "__module__": "engine.autograd.generated"}
+        cls = type(op.node_name, (_GeneratedNode,), namespace)
+        _NODE_CLASSES[base_op.name] = cls
+    node = cls()
+    node._next_edges = collect_next_edges(inputs)
+    node._slots = slots
+    return node
+
+
+def _attr_value(name: str, bound: dict[str, Any]) -> Any:
+    if name in bound:
+        return bound[name]
+    for suffix, get in _ATTR_SUFFIXES:
+        if name.endswith(suffix):
+            base = bound[name[: -len(suffix)]]
+            if isinstance(base, list):
+                return [get(t) for t in base]
+            return get(base)
+    raise KeyError(f"formula uses unknown name {name!r}")
+
+
+_ATTR_SUFFIXES: tuple[tuple[str, Callable[[Tensor], Any]], ...] = (
+    ("_sym_sizes", lambda t: tuple(t.shape)),
+    ("_sym_argsize_0", lambda t: t.shape[0]),
+    ("_sym_numel", lambda t: t.numel()),
+    ("_sym_strides", lambda t: t.stride()),
+    ("_scalar_type", lambda t: t.dtype),
+    ("_options", lambda t: t.dtype),
+)

@@ -1,0 +1,212 @@
+"""Layers 2-4 of an op call: ADInplaceOrView, Python dispatch modes, and the NumPy kernel.
+
+See the module docstring of ``_dispatch.py`` for the whole pipeline.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from engine import _dtype
+from engine._C import _tls
+from engine._tensor import CreationMeta, Tensor, _ViewInfo
+
+if TYPE_CHECKING:
+    from engine.ops._dispatch import Op
+
+
+# --- layer 2: ADInplaceOrView ---------------------------------------------------------------
+
+
+def _inplace_or_view(op: Op, bound: dict[str, Any]) -> Any:
+    outs = _python_dispatch(op, bound)
+    if op.is_inplace:
+        bound["self"]._version_counter.version += 1
+    elif op.view is not None:
+        base: Tensor = bound["self"]
+        for t in outs if isinstance(outs, tuple) else (outs,):
+            _as_view(base, t, op.view)
+    return outs
+
+
+def _as_view(base: Tensor, view: Tensor, kind: str) -> None:
+    view._version_counter = base._version_counter
+    # A view is an inference tensor iff its base is, whatever the mode it was made in.
+    view._inference = base._inference
+    if kind == "alias":  # detach(): shares data and version, but is not a differentiable view
+        return
+    if _tls.inference_mode:
+        meta = CreationMeta.INFERENCE_MODE
+    elif not _tls.grad_enabled:
+        meta = CreationMeta.NO_GRAD_MODE
+    elif kind == "multi":
+        meta = CreationMeta.MULTI_OUTPUT_NODE
+    else:
+        meta = CreationMeta.DEFAULT
+    root = base
+    if base._view is not None:
+        root = base._view.base
+        previous = base._view.creation_meta
+        if meta == CreationMeta.DEFAULT or previous == CreationMeta.INFERENCE_MODE:
+            meta = previous
+    view._view = _ViewInfo(root, meta, base._version_counter.version)
+
+
+# --- layer 3: Python dispatch modes -------------------------------------------------------
+
+
+class DispatchMode:
+    """Sees every op call below autograd, like ``TorchDispatchMode``.
+
+    Override ``__torch_dispatch__(func, types, args, kwargs)``; call ``func(*args, **kwargs)``
+    inside it to run the op (ops called there run below autograd and below this mode).
+    """
+
+    def __torch_dispatch__(
+        self,
+        func: Op,
+        types: tuple[type, ...],
+        args: tuple[Any, ...] = (),
+        kwargs: dict[str, Any] | None = None,
+    ) -> Any:
+        return func(*args, **(kwargs or {}))
+
+    def __enter__(self) -> DispatchMode:
+        _tls.dispatch_modes.append(self)
+        return self
+
+    def __exit__(self, *args: object) -> None:
+        _tls.dispatch_modes.remove(self)
+
+
+def _python_dispatch(op: Op, bound: dict[str, Any]) -> Any:
+    modes = _tls.dispatch_modes
+    if not modes:
+        return _run_kernel(op, bound)
+    mode = modes.pop()
+    below = _tls.below_autograd
+    _tls.below_autograd = True
+    try:
+        args = tuple(bound[n] for n in op._positional)
+        kwargs = {n: bound[n] for n in op.param_names if n not in op._positional}
+        return mode.__torch_dispatch__(op, (Tensor,), args, kwargs)
+    finally:
+        _tls.below_autograd = below
+        modes.append(mode)
+
+
+# --- layer 4: the kernel --------------------------------------------------------------------
+
+
+def _run_kernel(op: Op, bound: dict[str, Any]) -> Any:
+    tensors = [bound[n] for n in op.tensor_params if n not in op.list_params and bound[n] is not None]
+    for n in op.list_params:
+        tensors.extend(t for t in bound[n] if t is not None)
+    out_dtype: _dtype.dtype | None = None
+    cast_to: _dtype.dtype | None = None
+    if op.dtypes in ("promote", "float", "bool") and tensors:
+        common = _dtype.result_type(tensors)
+        if op.dtypes == "float" and not (common.is_floating_point or common.is_complex):
+            common = _dtype.get_default_dtype()
+        cast_to = common
+        out_dtype = _dtype.bool_ if op.dtypes == "bool" else common
+    args: dict[str, Any] = {}
+    for n, v in bound.items():
+        if n in op.list_params:
+            args[n] = [None if t is None else _cast(t._data, cast_to) for t in v]
+        elif isinstance(v, Tensor):
+            args[n] = _cast(v._data, cast_to) if n in op.tensor_params else v._data
+        else:
+            args[n] = v
+    if op.is_inplace:
+        self_t: Tensor = bound["self"]
+        with np.errstate(all="ignore"):  # IEEE results (nan, inf) without NumPy's warnings, like torch
+            result = op.kernel(**args)
+        if isinstance(result, tuple):
+            result = result[0]
+        if out_dtype is not None and not _can_cast(out_dtype, self_t._dtype):
+            raise RuntimeError(
+                f"result type {_scalar_type_name(out_dtype)} can't be cast to the desired output "
+                f"type {_scalar_type_name(self_t._dtype)}"
+            )
+        if np.shape(result) != self_t._data.shape:
+            raise RuntimeError(
+                f"output with shape {list(self_t._data.shape)} doesn't match the broadcast shape "
+                f"{list(np.shape(result))}"
+            )
+        if result is not self_t._data:
+            np.copyto(self_t._data, result, casting="unsafe")
+        return self_t
+    with np.errstate(all="ignore"):
+        result = op.kernel(**args)
+    view = op.view is not None
+    if isinstance(result, tuple):
+        dtypes = [out_dtype] + [None] * (len(result) - 1) if op.view is None else [None] * len(result)
+        return tuple(_wrap(r, d, view) for r, d in zip(result, dtypes, strict=True))
+    return _wrap(result, None if view else out_dtype, view)
+
+
+def _cast(a: np.ndarray, d: _dtype.dtype | None) -> np.ndarray:
+    if d is None or a.dtype == d._np:
+        return a
+    return a.astype(d._np)
+
+
+def _wrap(a: Any, d: _dtype.dtype | None, view: bool = False) -> Tensor:
+    if not isinstance(a, np.ndarray):
+        a = np.asarray(a)
+    if d is not None and a.dtype != d._np:
+        a = a.astype(d._np)
+    elif not view and not a.flags.c_contiguous:
+        # Non-view results own C-contiguous memory, so a view's strides and offset, measured
+        # from its base's first element, address the base's elements (see as_strided).
+        a = np.ascontiguousarray(a)
+    return Tensor._make(a)
+
+
+def _can_cast(src: _dtype.dtype, dst: _dtype.dtype) -> bool:
+    # PyTorch's canCast: no complex -> real, no float -> integral, no non-bool -> bool.
+    if src.is_complex and not dst.is_complex:
+        return False
+    if src.is_floating_point and not (dst.is_floating_point or dst.is_complex):
+        return False
+    return not (src is not _dtype.bool_ and dst is _dtype.bool_)
+
+
+_SCALAR_TYPE_NAMES = {
+    "float32": "Float",
+    "float64": "Double",
+    "float16": "Half",
+    "int64": "Long",
+    "int32": "Int",
+    "uint8": "Byte",
+    "bool": "Bool",
+    "complex64": "ComplexFloat",
+    "complex128": "ComplexDouble",
+}
+
+
+def _scalar_type_name(d: _dtype.dtype) -> str:
+    return _SCALAR_TYPE_NAMES[d.name]
+
+
+def _wrapped_number(v: Any) -> Tensor:
+    """A Python number used where a tensor is expected (PyTorch's "wrapped number")."""
+    # Stored at full precision; result_type() only lets it decide the category (see
+    # engine/_dtype.py), so ``float32_tensor * 2.5`` stays float32 as in PyTorch.
+    d = _dtype._scalar_dtype(v)
+    if isinstance(v, float):
+        d = _dtype.float64
+    elif isinstance(v, complex):
+        d = _dtype.complex128
+    t = Tensor._make(np.asarray(v, dtype=d._np))
+    t._wrapped_number = True
+    return t
+
+
+def _as_tensor(v: Any) -> Tensor:
+    if isinstance(v, Tensor):
+        return v
+    raise TypeError(f"expected Tensor as element in argument, but got {type(v).__name__}")
