@@ -269,3 +269,41 @@ def randn_like(
 ) -> Tensor:
     shape, d = _like(input, dtype)
     return _new(_gen(generator).standard_normal(shape).astype(d._np), requires_grad)
+
+
+# --- Tensor.new_*: a new tensor with ``self``'s dtype unless told otherwise ------------------
+
+
+def new_zeros(
+    self: Tensor, *size: Any, dtype: dtype | None = None, device: Any = None, requires_grad: bool = False
+) -> Tensor:
+    return zeros(*size, dtype=dtype or self.dtype, requires_grad=requires_grad)
+
+
+def new_ones(
+    self: Tensor, *size: Any, dtype: dtype | None = None, device: Any = None, requires_grad: bool = False
+) -> Tensor:
+    return ones(*size, dtype=dtype or self.dtype, requires_grad=requires_grad)
+
+
+def new_empty(
+    self: Tensor, *size: Any, dtype: dtype | None = None, device: Any = None, requires_grad: bool = False
+) -> Tensor:
+    return empty(*size, dtype=dtype or self.dtype, requires_grad=requires_grad)
+
+
+def new_full(
+    self: Tensor,
+    size: Sequence[int],
+    fill_value: Any,
+    dtype: dtype | None = None,
+    device: Any = None,
+    requires_grad: bool = False,
+) -> Tensor:
+    return full(size, fill_value, dtype=dtype or self.dtype, requires_grad=requires_grad)
+
+
+def new_tensor(
+    self: Tensor, data: Any, dtype: dtype | None = None, device: Any = None, requires_grad: bool = False
+) -> Tensor:
+    return tensor(data, dtype=dtype or self.dtype, requires_grad=requires_grad)

@@ -106,6 +106,31 @@ def _offset_in(t: Tensor, base: Tensor) -> int:
     return (t._data.__array_interface__["data"][0] - start) // t._data.itemsize
 
 
+def _replay_view(
+    base: Tensor, view_is_complex: bool, size: tuple[int, ...], stride: tuple[int, ...], offset: int
+) -> Tensor:
+    """The view of ``base`` with the given geometry, counted in the view's elements.
+
+    A view whose dtype differs from its base's (``z.real``, ``view_as_real(z)``,
+    ``view_as_complex(x)``) cannot be an ``as_strided`` of the base: as PyTorch's chained view
+    functions do, replay ``view_as_real`` (then ``as_strided`` in real units) or ``as_strided`` in
+    real units (then ``view_as_complex``).
+    """
+    from engine import ops
+
+    if base.is_complex() and not view_is_complex:
+        floats = ops.view_as_real(base)
+        if (tuple(floats.shape), floats.stride(), 0) == (size, stride, offset):
+            return floats
+        return ops.as_strided(floats, size, stride, offset)
+    if view_is_complex and not base.is_complex():
+        float_geometry = ((*size, 2), (*(2 * s for s in stride), 1), 2 * offset)
+        if (tuple(base.shape), base.stride(), 0) != float_geometry:
+            base = ops.as_strided(base, *float_geometry)
+        return ops.view_as_complex(base)
+    return ops.as_strided(base, size, stride, offset)
+
+
 class CopySlices(Node):
     """The base's grad_fn after one of its views was modified in place; see Note [View + in-place]."""
 
@@ -115,6 +140,7 @@ class CopySlices(Node):
         super().__init__()
         self.base_shape = tuple(base.shape)
         self.view_size, self.view_stride, self.view_offset = _geometry(view)
+        self.view_is_complex = view.is_complex()
         self.fn = fn
         self._input_metadata = [InputMetadata.of(base)]
         self._next_edges = [gradient_edge(base), *fn._next_edges[1:]]
@@ -136,7 +162,9 @@ class CopySlices(Node):
                 task.exec_info[fn_next] = ExecInfo()
                 task.exec_info[fn_next].needed = True
         result = ops.clone(grad, memory_format="contiguous")
-        grad_slice = ops.as_strided(result, self.view_size, self.view_stride, self.view_offset)
+        grad_slice = _replay_view(
+            result, self.view_is_complex, self.view_size, self.view_stride, self.view_offset
+        )
         res = self.fn._apply([ops.clone(grad_slice)])
         grad_inputs: list[Tensor | None] = [None] * self.num_outputs()
         for i, r in enumerate(res):
@@ -187,7 +215,6 @@ def move_tensor_hooks(t: Tensor, old_fn: Node | None, new_fn: Node | None) -> No
 
 def regenerate_view_grad_fn(t: Tensor) -> None:
     """Rebuild a view's grad_fn on top of its base's current history."""
-    from engine import ops
     from engine.autograd.grad_mode import enable_grad
 
     view = t._view
@@ -202,7 +229,7 @@ def regenerate_view_grad_fn(t: Tensor) -> None:
     view.attr_version = t._version_counter.version
     size, stride, offset = _geometry(t)
     with enable_grad():
-        replay = ops.as_strided(base, size, stride, offset)
+        replay = _replay_view(base, t.is_complex(), size, stride, offset)
     t._grad_fn = replay._grad_fn
     t._output_nr = 0
     move_tensor_hooks(t, old_fn, t._grad_fn)

@@ -210,7 +210,7 @@ class Node:
         return (*op.saved_inputs, *op.saved_outputs) if op is not None else ()
 
     def __repr__(self) -> str:
-        return f"<{self.name()} object at {hex(id(self))}>"
+        return f"<{type(self).__name__} object at {hex(id(self))}>"
 
 
 _anomaly_enabled = [False]

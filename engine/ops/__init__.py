@@ -19,6 +19,7 @@ from engine.ops import (  # noqa: F401  (each registers its ops)
     loss,
     nn_ops,
     pointwise,
+    power,
     reduction,
     shape,
     softmax,

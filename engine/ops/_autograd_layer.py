@@ -155,8 +155,10 @@ def _make_node(op: Op, inputs: list[Tensor | None], slots: list[str]) -> _Genera
     base_op = op.inplace_of or op  # add_ builds the same AddBackward0 as add
     cls = _NODE_CLASSES.get(base_op.name)
     if cls is None:
-        namespace = {"op": base_op, "__module__": "engine.autograd.generated"}
-        cls = type(op.node_name, (_GeneratedNode,), namespace)
+        # PyTorch's hand-written nodes have a namespaced name() ("torch::autograd::CopyBackwards")
+        # and a plain class name (CopyBackwards).
+        namespace = {"op": base_op, "__module__": "engine.autograd.generated", "_node_name": op.node_name}
+        cls = type(op.node_name.split("::")[-1], (_GeneratedNode,), namespace)
         _NODE_CLASSES[base_op.name] = cls
     node = cls()
     node._next_edges = collect_next_edges(inputs)

@@ -80,8 +80,9 @@ def install(namespace: dict[str, Any]) -> None:
     Tensor.__rmatmul__ = lambda self, other: ops.matmul(other, self)  # type: ignore[method-assign]
     Tensor.__pos__ = lambda self: self  # type: ignore[method-assign]
     Tensor.__abs__ = lambda self: ops.abs(self)  # type: ignore[method-assign]
-    Tensor.__eq__ = binary(ops.eq)  # type: ignore[method-assign,assignment]
-    Tensor.__ne__ = binary(ops.ne)  # type: ignore[method-assign,assignment]
+    # ``x == None`` is False and ``x != None`` True, as in PyTorch: let Python fall back.
+    Tensor.__eq__ = lambda self, other: NotImplemented if other is None else ops.eq(self, other)  # type: ignore[method-assign,assignment]
+    Tensor.__ne__ = lambda self, other: NotImplemented if other is None else ops.ne(self, other)  # type: ignore[method-assign,assignment]
     Tensor.__lt__ = binary(ops.lt)  # type: ignore[method-assign]
     Tensor.__le__ = binary(ops.le)  # type: ignore[method-assign]
     Tensor.__gt__ = binary(ops.gt)  # type: ignore[method-assign]
@@ -91,5 +92,9 @@ def install(namespace: dict[str, Any]) -> None:
     Tensor.__invert__ = lambda self: ops.logical_not(self)  # type: ignore[method-assign]
     Tensor.__hash__ = lambda self: id(self)  # type: ignore[method-assign]
     Tensor.where = lambda self, condition, other: ops.where(condition, self, other)  # type: ignore[attr-defined]
+    from engine import _factories
+
+    for name in ("new_zeros", "new_ones", "new_full", "new_empty", "new_tensor"):
+        setattr(Tensor, name, getattr(_factories, name))
     Tensor.__getitem__ = ops.tensor_indexing.getitem  # type: ignore[method-assign]
     Tensor.__setitem__ = ops.tensor_indexing.setitem  # type: ignore[method-assign]

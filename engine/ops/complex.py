@@ -113,6 +113,31 @@ def imag(self: Tensor) -> Tensor:
 Tensor.imag = property(imag)  # type: ignore[attr-defined]
 
 
+# --- complex conjugation ------------------------------------------------------------------------
+
+
+@op(
+    derivatives={"self": lambda grad: grad.conj()},
+    name="_conj",
+    node="ConjBackward0",
+    dtypes="keep",
+    method=False,
+    function=False,
+    samples=lambda: [SampleInput((_C(2, 3),))],
+)
+def _conj(self: Tensor) -> Array:
+    return np.conj(self)
+
+
+@composite(samples=lambda: [SampleInput((_C(2, 3),)), SampleInput((T.of(2, 3),), note="real")])
+def conj(self: Tensor) -> Tensor:
+    """The complex conjugate; a real tensor is returned as is (no op, no node), as in PyTorch.
+
+    PyTorch's ``conj()`` is lazy: a view with a conjugate bit, resolved when read. NumPy has no
+    such bit, so here it computes the conjugate (same values and grad_fn, but not a view)."""
+    return _conj(self) if self.is_complex() else self
+
+
 # --- building and taking apart complex values -------------------------------------------------
 
 
