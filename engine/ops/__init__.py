@@ -12,6 +12,7 @@ from typing import Any
 from engine.ops import (  # noqa: F401  (each registers its ops)
     activation,
     complex,
+    copies,
     extrema,
     indexing,
     join,

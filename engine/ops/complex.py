@@ -123,13 +123,14 @@ Tensor.imag = property(imag)  # type: ignore[attr-defined]
     dtypes="keep",
     method=False,
     function=False,
-    samples=lambda: [SampleInput((_C(2, 3),))],
 )
 def _conj(self: Tensor) -> Array:
     return np.conj(self)
 
 
-@composite(samples=lambda: [SampleInput((_C(2, 3),)), SampleInput((T.of(2, 3),), note="real")])
+# No op-table samples: torch's result is a lazily conjugated view, which numpy() refuses to read;
+# tests/engine/test_complex.py compares conj() with torch instead.
+@composite()
 def conj(self: Tensor) -> Tensor:
     """The complex conjugate; a real tensor is returned as is (no op, no node), as in PyTorch.
 

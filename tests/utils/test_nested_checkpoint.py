@@ -1,7 +1,7 @@
 """PyTorch's ``TestNestedCheckpoint`` (test/test_autograd.py), ported to the engine.
 
 Every test runs with early stop on and off, as upstream does. The expected values are PyTorch's
-(the assertions are the upstream ones); ``test_checkpoint_vs_torch.py`` compares the same kind of
+(the assertions are the upstream ones); the ``test_vs_torch_*.py`` files compare the same kind of
 scenarios event by event against torch 2.8.0.
 """
 
