@@ -18,6 +18,7 @@ import numpy as np
 from engine import _dtype
 from engine._C import _tls
 from engine._dtype import dtype
+from engine.trace import emit
 
 if TYPE_CHECKING:
     from engine.autograd.graph import AccumulateGrad, Node
@@ -523,6 +524,8 @@ def _init_tensor(t: Tensor, data: np.ndarray) -> None:
     t._retains_grad = False
     t._wrapped_number = False
     t._inference = _tls.inference_mode
+    if emit.enabled:
+        emit.emit("tensor_new", tensor=t)
 
 
 def _rebuild(data: np.ndarray, requires_grad: bool) -> Tensor:

@@ -11,6 +11,7 @@ from typing import Any, NamedTuple
 
 from engine._tensor import Tensor
 from engine.autograd.graph import Node, grad_accumulator
+from engine.trace import emit
 from engine.utils.hooks import RemovableHandle
 
 __all__ = ["GradientEdge", "get_gradient_edge", "increment_version", "register_multi_grad_hook"]
@@ -21,6 +22,8 @@ def increment_version(tensor: Tensor | Sequence[Tensor]) -> None:
     tensors = [tensor] if isinstance(tensor, Tensor) else tensor
     for t in tensors:
         t._version_counter.version += 1
+        if emit.enabled:
+            emit.emit("version_bump", tensor=t)
 
 
 class GradientEdge(NamedTuple):

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from engine._C import _tls
 from engine._tensor import CreationMeta, Tensor
+from engine.trace import emit
 from engine.autograd.graph import InputMetadata, Node, gradient_edge
 
 if TYPE_CHECKING:
@@ -144,6 +145,8 @@ class CopySlices(Node):
         self.fn = fn
         self._input_metadata = [InputMetadata.of(base)]
         self._next_edges = [gradient_edge(base), *fn._next_edges[1:]]
+        if emit.enabled:
+            emit.emit("node_new", node=self)
 
     def apply(self, grads: list[Tensor | None]) -> list[Tensor | None]:
         from engine import ops

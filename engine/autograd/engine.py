@@ -15,6 +15,7 @@ from typing import Any
 from engine._C import _tls
 from engine._tensor import Tensor
 from engine.autograd.graph import AccumulateGrad, Edge, InputMetadata, Node, _anomaly_enabled
+from engine.trace import emit
 
 __all__ = ["Engine", "GraphTask", "current_graph_task"]
 
@@ -144,6 +145,8 @@ class GraphRoot(Node):
         super().__init__()
         self._next_edges = edges
         self.outputs = grads
+        if emit.enabled:
+            emit.emit("node_new", node=self)
 
     def apply(self, grads: list[Tensor | None]) -> list[Tensor | None]:
         return list(self.outputs)
@@ -177,6 +180,10 @@ class Engine:
         outer = _tls.graph_task
         depth = 0 if outer is None else outer.reentrant_depth + 1
         task = GraphTask(keep_graph, create_graph, depth)
+        if emit.enabled:
+            emit.emit(
+                "backward_start", task=task, roots=roots, inputs=outputs, accumulate_grad=accumulate_grad
+            )
         if len(roots) == 1:
             graph_root: Node = roots[0][0]  # type: ignore[assignment]
             root_buffer: list[Tensor | None] = [None] * graph_root.num_inputs()
@@ -196,6 +203,8 @@ class Engine:
             thread_main(task, queue)
         finally:
             _tls.reentrant_depth = 0 if outer is None else outer.reentrant_depth
+            if emit.enabled:
+                emit.emit("backward_end", task=task)
         return task.captured_vars
 
 
@@ -335,8 +344,15 @@ def evaluate_function(task: GraphTask, fn: Node, buffer: list[Tensor | None], qu
             task.captured_vars[output_idx] = inputs[input_idx]
         if not info.needed:
             return
+    if emit.enabled:
+        emit.emit("node_exec", node=fn)
     outputs = call_function(task, fn, buffer)
+    if emit.enabled:
+        emit.emit("node_exec_end", node=fn, grads=outputs)
     if not task.keep_graph:
+        if emit.enabled:
+            # Before the release: the holders and tensors it frees die right after this event.
+            emit.emit("saved_release", node=fn)
         fn.release_variables()
     if not outputs:
         return
@@ -444,7 +460,6 @@ def call_function(task: GraphTask, fn: Node, inputs: list[Tensor | None]) -> lis
         fn._next_edges,
         outputs,
         lambda msg: f"Function {fn.name()} returned an {msg}",
-        strict=fn._user_backward,
     )
     if fn._post_hooks:
         outputs = call_post_hooks(fn, outputs, inputs)
@@ -489,7 +504,7 @@ def _type_string(t: Tensor) -> str:
 
 
 def validate_outputs(
-    edges: Sequence[Edge], grads: list[Tensor | None], format_error: Callable[[str], str], strict: bool = True
+    edges: Sequence[Edge], grads: list[Tensor | None], format_error: Callable[[str], str]
 ) -> list[Tensor | None]:
     """Check each gradient against what its receiving node expects; sum a broadcast gradient
     down to the input's shape and cast it to the input's dtype (so formulas never handle
@@ -515,11 +530,8 @@ def validate_outputs(
                         f"shape compatible with {list(meta.shape)}"
                     )
                 )
-        # A complex gradient for a real input: PyTorch's formulas take the real part themselves
-        # (derivatives.yaml's handle_r_to_c), so only a custom Function's backward can return one,
-        # which is an error. The op table's formulas leave it to this one place.
-        if grad._dtype.is_complex and not meta.dtype.is_complex and not strict:
-            grad = grad.real
+        # A complex gradient for a real input is an error: formulas take the real part themselves
+        # where PyTorch's do (derivatives.yaml's handle_r_to_c).
         if not grad._dtype.is_floating_point and meta.dtype.is_complex != grad._dtype.is_complex:
             raise RuntimeError(
                 "Expected isFloatingType(grad.scalar_type()) || (input_is_complex == grad_is_complex) to be "

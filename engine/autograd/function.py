@@ -23,6 +23,7 @@ from engine.autograd.graph import (
     SavedVariable,
     collect_next_edges,
 )
+from engine.trace import emit
 
 __all__ = ["BackwardCFunction", "Function", "FunctionCtx", "once_differentiable"]
 
@@ -78,7 +79,6 @@ class BackwardCFunction(Node, FunctionCtx):
     """The node of a custom Function (PyTorch's ``PyNode`` and its ctx in one object)."""
 
     _forward_cls: type[Function]
-    _user_backward = True
 
     def __init__(self) -> None:
         Node.__init__(self)
@@ -247,6 +247,8 @@ def _function_apply(cls: type[Function], args: tuple[Any, ...], setup_ctx: bool)
     ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a.requires_grad for a in args)
     if is_executable:
         ctx._next_edges = collect_next_edges(tensor_inputs)
+        if emit.enabled:
+            emit.emit("node_new", node=ctx)
     with no_grad():
         if setup_ctx:
             output = cls.forward(*args)
@@ -373,6 +375,8 @@ def _mark_dirty(ctx: BackwardCFunction) -> set[int]:
             )
         dirty.add(id(t))
         t._version_counter.version += 1
+        if emit.enabled:
+            emit.emit("version_bump", tensor=t)
     ctx.dirty_tensors = ()
     return dirty
 
@@ -392,11 +396,12 @@ def _save_variables(ctx: BackwardCFunction) -> None:
     if ctx.to_save is None:
         return
     ctx.saved_variables = []
-    for t in ctx.to_save:
+    for i, t in enumerate(ctx.to_save):
         if t is None:
             ctx.saved_variables.append(SavedVariable(None, False))
         else:
-            ctx.saved_variables.append(SavedVariable(t, t._grad_fn is ctx, saved_for=ctx))
+            slot = f"saved_tensors[{i}]"
+            ctx.saved_variables.append(SavedVariable(t, t._grad_fn is ctx, saved_for=ctx, slot=slot))
 
 
 class Error(Node):
@@ -416,6 +421,8 @@ def _delayed_error(msg: str, inputs: list[Tensor | None]) -> list[Tensor | None]
     """PyTorch's ``DelayedError``: aliases of ``inputs`` whose grad_fn is an ``Error`` node."""
     node = Error(msg)
     node._next_edges = collect_next_edges(inputs)
+    if emit.enabled:
+        emit.emit("node_new", node=node)
     outputs: list[Tensor | None] = []
     for var in inputs:
         if var is None:

@@ -12,6 +12,7 @@ from typing import Any, ClassVar
 
 from engine._C import _tls
 from engine._tensor import Tensor
+from engine.trace import emit
 from engine.utils.hooks import RemovableHandle
 
 __all__ = [
@@ -70,10 +71,6 @@ class Node:
     """
 
     _node_name: ClassVar[str | None] = None
-    # Whether apply() runs user code (a custom Function's backward), whose results get PyTorch's
-    # strict checks; see validate_outputs in engine.py.
-    _user_backward: ClassVar[bool] = False
-
     def __init__(self, sequence_nr: int | None = None) -> None:
         # See Note [sequence_nr] in engine/_C.py.
         if sequence_nr is None:
@@ -181,7 +178,7 @@ class Node:
     # --- saved tensors ------------------------------------------------------------------------
 
     def save(self, name: str, t: Tensor | None, is_output: bool = False) -> None:
-        self._saved[name] = SavedVariable(t, is_output, saved_for=self)
+        self._saved[name] = SavedVariable(t, is_output, saved_for=self, slot=name)
 
     def __getattr__(self, name: str) -> Any:
         # ``_saved_self`` / ``_raw_saved_self``: PyTorch's generated accessors. A tensor the op can
@@ -225,6 +222,8 @@ class AccumulateGrad(Node):
         super().__init__(sequence_nr=UINT64_MAX)
         self.variable = variable
         self._input_metadata = [InputMetadata.of(variable)]
+        if emit.enabled:
+            emit.emit("node_new", node=self)
 
     def apply(self, grads: list[Tensor | None]) -> list[Tensor | None]:
         new_grad = grads[0]
@@ -248,8 +247,12 @@ class AccumulateGrad(Node):
         elif not _tls.grad_enabled:
             old._data += new_grad._data  # in place: ``x.grad`` stays the same object
             old._version_counter.version += 1
+            if emit.enabled:
+                emit.emit("version_bump", tensor=old)
         else:
             variable._grad = old + new_grad  # create_graph: out of place, differentiable
+        if emit.enabled:
+            emit.emit("grad_accumulate", tensor=variable, grad=variable._grad, node=self)
         if variable._post_accumulate_grad_hooks:
             for hook in list(variable._post_accumulate_grad_hooks.values()):
                 hook(variable)
@@ -321,7 +324,11 @@ class SavedVariable:
         "_weak_grad_fn",
     )
 
-    def __init__(self, t: Tensor | None, is_output: bool, saved_for: Node | None = None) -> None:
+    def __init__(
+        self, t: Tensor | None, is_output: bool, saved_for: Node | None = None, slot: str | None = None
+    ) -> None:
+        # ``slot``: the name the node saves it under (``self``, ``result``, ``saved_tensors[0]``),
+        # only for the trace.
         self._was_default_constructed = t is None
         self._data: Tensor | None = None
         self._hooks: tuple[Any, Any] | None = None
@@ -348,17 +355,21 @@ class SavedVariable:
         # Python numbers turned into tensors ("wrapped numbers") never reach user hooks.
         if hooks is not None and not t._wrapped_number:
             self._save_metadata(t)
+            if emit.enabled:
+                # The pack hook's events (a checkpoint's pack) belong to this node and slot.
+                emit.emit("_saving", node=saved_for, slot=slot)
             self._set_hooks_and_pack_data(hooks, t)
-            return
-        # An input, or a leaf, can be kept as is: its grad_fn is not the node saving it, so no
-        # reference cycle. An output is stored without its grad_fn and re-linked on unpack.
-        if not is_output or self._is_leaf:
+        elif not is_output or self._is_leaf:
+            # An input, or a leaf, can be kept as is: its grad_fn is not the node saving it, so
+            # no reference cycle. An output is stored without its grad_fn and re-linked on unpack.
             self._saved_original = True
             self._data = t
-            return
-        self._save_metadata(t)
-        self._data = Tensor._make(t._data)
-        self._data._version_counter = t._version_counter
+        else:
+            self._save_metadata(t)
+            self._data = Tensor._make(t._data)
+            self._data._version_counter = t._version_counter
+        if emit.enabled and saved_for is not None:
+            emit.emit("saved", sv=self, tensor=t, node=saved_for, slot=slot)
 
     def _save_metadata(self, t: Tensor) -> None:
         if self._is_leaf:
@@ -534,9 +545,13 @@ class saved_tensors_hooks:  # noqa: N801 - PyTorch's name
         if _tls.saved_tensors_hooks_disabled is not None:
             raise RuntimeError(_tls.saved_tensors_hooks_disabled)
         _tls.saved_tensors_hooks.append((self.pack_hook, self.unpack_hook))
+        if emit.enabled:
+            emit.emit("hooks_push", hooks=self)
 
     def __exit__(self, *args: object) -> None:
         _tls.saved_tensors_hooks.pop()
+        if emit.enabled:
+            emit.emit("hooks_pop")
 
 
 class disable_saved_tensors_hooks:  # noqa: N801

@@ -19,6 +19,7 @@ from engine import ops
 from engine._dtype import dtype as DType  # noqa: N812
 from engine._tensor import Tensor
 from engine.autograd.grad_mode import no_grad
+from engine.trace import emit
 
 __all__ = [
     "cross_entropy",
@@ -170,6 +171,8 @@ def _no_grad_embedding_renorm_(weight: Tensor, input: Tensor, max_norm: float, n
         scale = np.where(norms > max_norm, max_norm / (norms + 1e-7), 1.0)
         data[rows] = data[rows] * scale[:, None].astype(data.dtype)
         weight._version_counter.version += 1
+        if emit.enabled:
+            emit.emit("version_bump", tensor=weight)
 
 
 # --- losses -------------------------------------------------------------------------------------

@@ -19,6 +19,7 @@ from engine.ops import (  # noqa: F401  (each registers its ops)
     linalg,
     loss,
     nn_ops,
+    norm,
     pointwise,
     power,
     reduction,

@@ -14,6 +14,7 @@ from engine._C import _tls
 from engine._tensor import Tensor
 from engine.autograd.graph import Node, SavedVariable, collect_next_edges
 from engine.ops._kernel import _inplace_or_view
+from engine.trace import emit
 
 if TYPE_CHECKING:
     from engine.ops._dispatch import Op
@@ -58,13 +59,15 @@ def _autograd_call(op: Op, bound: dict[str, Any]) -> Any:
 
                 value = clone(value)
             if name in op.list_params:
-                node._saved[name] = _SavedVariableList(value, node)  # type: ignore[assignment]
+                node._saved[name] = _SavedVariableList(value, node, name)  # type: ignore[assignment]
             else:
                 node.save(name, value)
         for name in op.saved_attrs:
             node._saved_attrs[name] = _attr_value(name, bound)
     outs = _inplace_or_view(op, bound)
     if node is None:
+        if emit.enabled:
+            _emit_op(op, bound, outs, None)
         return outs
     out_tuple = outs if isinstance(outs, tuple) else (outs,)
     if op.is_inplace:
@@ -82,7 +85,19 @@ def _autograd_call(op: Op, bound: dict[str, Any]) -> Any:
                 node.add_input_metadata(t)
     for name in op.saved_outputs:
         node.save(name, out_tuple[op.outputs.index(name)], is_output=True)
+    if emit.enabled:
+        _emit_op(op, bound, outs, node)
     return outs
+
+
+def _emit_op(op: Op, bound: dict[str, Any], outs: Any, node: Node | None) -> None:
+    """The trace's ``op`` event: which tensors went in and came out, and the node recorded."""
+    inputs: list[Any] = []
+    for n in op.tensor_params:
+        v = bound[n]
+        inputs.extend(v if n in op.list_params else [v])
+    outputs = [t for t in (outs if isinstance(outs, tuple) else (outs,)) if isinstance(t, Tensor)]
+    emit.emit("op", name=op.name, inputs=inputs, outputs=outputs, node=node)
 
 
 def _differentiable_inputs(op: Op, bound: dict[str, Any]) -> list[Tensor | None]:
@@ -108,8 +123,10 @@ class _SavedVariableList:
     """A saved ``Tensor[]`` / ``Tensor?[]`` (PyTorch's ``std::vector<SavedVariable>``): one
     SavedVariable per entry, packed and unpacked in list order; a None entry packs nothing."""
 
-    def __init__(self, tensors: Sequence[Tensor | None], node: Node) -> None:
-        self.items = [SavedVariable(t, False, saved_for=node) for t in tensors]
+    def __init__(self, tensors: Sequence[Tensor | None], node: Node, name: str = "") -> None:
+        self.items = [
+            SavedVariable(t, False, saved_for=node, slot=f"{name}[{i}]") for i, t in enumerate(tensors)
+        ]
 
     def unpack(self, saved_for: Node | None = None) -> tuple[Tensor | None, ...]:
         return tuple(sv.unpack(saved_for) for sv in self.items)
@@ -163,6 +180,8 @@ def _make_node(op: Op, inputs: list[Tensor | None], slots: list[str]) -> _Genera
     node = cls()
     node._next_edges = collect_next_edges(inputs)
     node._slots = slots
+    if emit.enabled:
+        emit.emit("node_new", node=node)
     return node
 
 

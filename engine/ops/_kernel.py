@@ -12,6 +12,7 @@ import numpy as np
 from engine import _dtype
 from engine._C import _tls
 from engine._tensor import CreationMeta, Tensor, _ViewInfo
+from engine.trace import emit
 
 if TYPE_CHECKING:
     from engine.ops._dispatch import Op
@@ -24,6 +25,8 @@ def _inplace_or_view(op: Op, bound: dict[str, Any]) -> Any:
     outs = _python_dispatch(op, bound)
     if op.is_inplace:
         bound["self"]._version_counter.version += 1
+        if emit.enabled:
+            emit.emit("version_bump", tensor=bound["self"])
     elif op.view is not None:
         base: Tensor = bound["self"]
         for t in outs if isinstance(outs, tuple) else (outs,):

@@ -110,7 +110,24 @@ def imag(self: Tensor) -> Tensor:
     raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
 
 
-Tensor.imag = property(imag)  # type: ignore[attr-defined]
+def _set_real(self: Tensor, value: Tensor | complex) -> None:
+    """``z.real = value`` writes into the view: ``z``'s history gets a CopySlices."""
+    real(self).copy_(value)
+
+
+def _set_imag(self: Tensor, value: Tensor | complex) -> None:
+    imag(self).copy_(value)
+
+
+# ``Tensor.real``'s getter is in engine/_tensor.py; the setters and ``imag`` need the ops above.
+Tensor.real = Tensor.real.setter(_set_real)  # type: ignore[attr-defined]
+Tensor.imag = property(imag, _set_imag)  # type: ignore[attr-defined]
+
+
+@composite(method=False)
+def is_complex(self: Tensor) -> bool:
+    """``engine.is_complex(t)``: whether ``t``'s dtype is complex64 or complex128."""
+    return self.is_complex()
 
 
 # --- complex conjugation ------------------------------------------------------------------------

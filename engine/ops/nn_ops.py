@@ -20,6 +20,7 @@ from engine._tensor import Tensor
 from engine.ops._dispatch import composite, inplace_variant, op
 from engine.ops._samples import Lit, SampleInput, T
 from engine.ops.activation import silu
+from engine.ops.complex import handle_r_to_c
 
 Array = np.ndarray
 
@@ -337,7 +338,13 @@ def embedding_dense_backward(
 
 
 def _scalar_result(self: Array, value: Array) -> Array:
-    # An integral tensor with a floating-point scalar gives the default float dtype.
+    # An integral tensor with a floating-point scalar gives the default float dtype; a real
+    # tensor with a complex scalar, the complex dtype of the same precision.
+    if np.iscomplexobj(value) and not np.iscomplexobj(self):
+        from engine._dtype import from_numpy, get_default_dtype
+
+        real = from_numpy(self.dtype) if np.issubdtype(self.dtype, np.floating) else get_default_dtype()
+        return value.astype(real.to_complex()._np, copy=False)
     if np.issubdtype(self.dtype, np.floating) or np.issubdtype(self.dtype, np.complexfloating):
         return value.astype(self.dtype, copy=False)
     if np.issubdtype(np.asarray(value).dtype, np.floating):
@@ -347,45 +354,64 @@ def _scalar_result(self: Array, value: Array) -> Array:
     return value.astype(self.dtype, copy=False)
 
 
+def _conj_scalar(s: complex) -> complex:
+    return s.conjugate() if isinstance(s, complex) else s
+
+
+def _scalar_samples(*scalars: complex) -> list[SampleInput]:
+    return [
+        *(SampleInput((T.of(2, 3), s)) for s in scalars),
+        SampleInput((T.complex(2, 3), 1.5 - 2j), note="complex"),
+        SampleInput((T.complex(2, 3), 2.5), note="complex tensor real scalar"),
+        SampleInput((T.of(2, 3), 0.5 + 1j), note="real tensor complex scalar"),
+    ]
+
+
 @op(
-    derivatives={"self": lambda grad, other: grad * other},
+    derivatives={
+        "self": lambda grad, other, self_scalar_type: handle_r_to_c(
+            self_scalar_type, grad * _conj_scalar(other)
+        )
+    },
     name="mul.Scalar",
     node="MulBackward1",
     dtypes="keep",
     method=False,
     function=False,
-    samples=lambda: [SampleInput((T.of(2, 3), 2.5)), SampleInput((T.of(2, 3), 3))],
+    samples=lambda: _scalar_samples(2.5, 3),
 )
 def mul_Scalar(self: Tensor, other: float) -> Array:  # noqa: N802 - aten overload name
     return _scalar_result(self, np.asarray(self * other))
 
 
 @op(
-    derivatives={"self": lambda grad, other: grad / other},
+    derivatives={
+        "self": lambda grad, other, self_scalar_type: handle_r_to_c(
+            self_scalar_type, grad / _conj_scalar(other)
+        )
+    },
     name="div.Scalar",
     node="DivBackward1",
     dtypes="keep",
     method=False,
     function=False,
-    samples=lambda: [SampleInput((T.of(2, 3), 2.5)), SampleInput((T.of(2, 3), 4))],
+    samples=lambda: _scalar_samples(2.5, 4),
 )
-def div_Scalar(self: Tensor, other: float) -> Array:  # noqa: N802
+def div_Scalar(self: Tensor, other: complex) -> Array:  # noqa: N802
     out = np.asarray(self / other)
-    return (
-        _scalar_result(self, out)
-        if np.issubdtype(self.dtype, np.floating)
-        else _scalar_result(self, out.astype(float))
-    )
+    if np.issubdtype(self.dtype, np.floating) or np.iscomplexobj(out):
+        return _scalar_result(self, out)
+    return _scalar_result(self, out.astype(float))  # integer / integer is a true division
 
 
 @op(
-    derivatives={"self": lambda grad: grad},
+    derivatives={"self": lambda grad, self_scalar_type: handle_r_to_c(self_scalar_type, grad)},
     name="add.Scalar",
     node="AddBackward1",
     dtypes="keep",
     method=False,
     function=False,
-    samples=lambda: [SampleInput((T.of(2, 3), 2.5)), SampleInput((T.of(2, 3), 1, 2))],
+    samples=lambda: [*_scalar_samples(2.5), SampleInput((T.of(2, 3), 1, 2))],
 )
 def add_Scalar(self: Tensor, other: float, alpha: float = 1) -> Array:  # noqa: N802
     return _scalar_result(self, np.asarray(self + alpha * other))

@@ -13,6 +13,7 @@ import math
 
 import numpy as np
 
+from engine import _dtype
 from engine._factories import zeros_like
 from engine._tensor import Tensor
 from engine.ops._dispatch import composite, inplace_variant, op
@@ -176,16 +177,27 @@ def div(self: Tensor, other: Tensor) -> Array:
 
 
 @op(
-    derivatives={"self": lambda grad, alpha: -grad * alpha},
+    derivatives={
+        "self": lambda grad, alpha, self_scalar_type: handle_r_to_c(
+            self_scalar_type, _maybe_multiply(-grad, _conj_scalar(alpha))
+        )
+    },
     name="rsub.Scalar",
     node="RsubBackward1",
+    dtypes="keep",
     method=False,
     function=False,
-    samples=lambda: [SampleInput((T.of(2, 3), 2.0))],
+    samples=lambda: [
+        SampleInput((T.of(2, 3), 2.0)),
+        SampleInput((T.complex(2, 3), 2.0 - 1j), note="complex"),
+        SampleInput((T.of(2, 3), 2.0 - 1j), note="real tensor complex scalar"),
+    ],
 )
-def rsub_Scalar(self: Tensor, other: float, alpha: float = 1) -> Array:  # noqa: N802
+def rsub_Scalar(self: Tensor, other: complex, alpha: complex = 1) -> Array:  # noqa: N802
     """``other - alpha * self`` for a Python number ``other`` (``2 - x``)."""
-    return other - alpha * self
+    # The numbers take part in type promotion: ``1j - x`` is complex.
+    out = _dtype.result_type([Tensor._make(self), other, alpha])
+    return (other - alpha * self.astype(out._np)).astype(out._np)
 
 
 @op(derivatives={"self": lambda grad: -grad}, samples=_unary_all)
@@ -217,8 +229,8 @@ def abs(self: Tensor) -> Array:  # noqa: A001 - PyTorch's name
 def sign(self: Tensor) -> Array:
     if np.iscomplexobj(self):
         raise NotImplementedError(
-            "Unlike NumPy, torch.sign is not intended to support complex numbers. Please use "
-            "torch.sgn instead."
+            "Unlike NumPy, engine.sign is not intended to support complex numbers. Please use "
+            "engine.sgn instead."
         )
     return np.sign(self)
 

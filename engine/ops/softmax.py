@@ -37,6 +37,8 @@ def _logsumexp_backward(grad: Tensor, self: Tensor, result: Tensor, dim: Dims, k
         SampleInput((T.of(2, 3), [1])),
         SampleInput((T.of(2, 3, 4), [0, 2], True)),
         SampleInput((T((2, 3), 300.0, 400.0), [1]), note="large"),
+        SampleInput((T.complex(2, 3), [1]), note="complex"),
+        SampleInput((T.complex(2, 3, low=300.0, high=400.0), [0, 1]), note="complex large"),
     ],
 )
 def logsumexp(self: Tensor, dim: Dims, keepdim: bool = False) -> Array:
@@ -46,7 +48,8 @@ def logsumexp(self: Tensor, dim: Dims, keepdim: bool = False) -> Array:
     if self.size == 0:
         with np.errstate(divide="ignore"):
             return np.log(np.sum(np.exp(self), axis=dims, keepdims=keepdim))
-    maxes = np.max(self, axis=dims, keepdims=True)
+    # The real parts' max, as PyTorch: a complex result keeps its imaginary part in (-pi, pi].
+    maxes = np.max(np.real(self), axis=dims, keepdims=True)
     maxes = np.where(np.isinf(maxes), 0, maxes)  # all -inf (or an inf) must not give inf - inf
     with np.errstate(divide="ignore"):
         out = np.log(np.sum(np.exp(self - maxes), axis=dims, keepdims=True)) + maxes

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import engine
 from engine._factories import tensor, zeros_like
 from engine._tensor import Tensor
 from engine.autograd.grad_mode import enable_grad
@@ -190,6 +191,15 @@ def _single_tensor_adam(
                 param.mul_(1 - lr * weight_decay)
             else:
                 grad = grad.add(param, alpha=weight_decay)
+        if param.is_complex():
+            # A complex parameter is stepped as its real view: each of the real and imaginary
+            # parts gets its own second moment, as in PyTorch.
+            grad = engine.view_as_real(grad)
+            exp_avg = engine.view_as_real(exp_avg)
+            exp_avg_sq = engine.view_as_real(exp_avg_sq)
+            if amsgrad:
+                max_exp_avg_sqs[i] = engine.view_as_real(max_exp_avg_sqs[i])
+            param = engine.view_as_real(param)
         exp_avg.add_(grad - exp_avg, alpha=1 - beta1)
         exp_avg_sq.mul_(beta2).add_(grad * grad, alpha=1 - beta2)
         step = _get_value(step_t)

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from engine.trace.state import Event, State, gid_key, gid_label, initial_state, step
+from engine.trace.state import Event, Holder, State, gid_key, gid_label, initial_state, step
 
 _Captioner = Callable[[State, Event], str]
 _CAPTIONS: dict[str, _Captioner] = {}
@@ -34,7 +34,8 @@ def caption(state: State, event: Event) -> str:
     captioner = _CAPTIONS.get(event.get("kind", ""))
     if captioner is None:
         return f"Event `{event.get('kind')}`."
-    return captioner(state, event)
+    text = captioner(state, event)
+    return text[:1].upper() + text[1:]
 
 
 def captions(events: Sequence[Event]) -> list[str]:
@@ -72,13 +73,23 @@ def _tensor(state: State, tensor: Any, with_shape: bool = True) -> str:
     info = state["tensors"].get(str(tensor))
     if info is None:
         return f"tensor {tensor}"
-    name = f"`{info['name']}`" if info["name"] else f"tensor {tensor}"
+    if info["name"]:
+        name = f"`{info['name']}`"
+    elif info["shape"] == [0] and info["is_leaf"] and info["requires_grad"]:
+        return f"the dummy tensor {tensor}"  # checkpoint's ``engine.empty((0,), requires_grad=True)``
+    else:
+        name = f"tensor {tensor}"
     return f"{name} {_shape(info['shape'])}" if with_shape else name
 
 
 def _node(state: State, node: Any) -> str:
     info = state["nodes"].get(str(node))
-    return f"`{info['name']}`" if info else f"node {node}"
+    if info is None:
+        return f"node {node}"
+    if info["name"].endswith("AccumulateGrad") and info["variable"] is not None:
+        # ``engine::autograd::AccumulateGrad`` is long; the leaf it feeds says more.
+        return f"`AccumulateGrad` of {_tensor(state, info['variable'], with_shape=False)}"
+    return f"`{info['name']}`"
 
 
 def _bytes(n: Any) -> str:
@@ -95,7 +106,7 @@ def _names(items: list[str]) -> str:
     return ", ".join(items[:-1]) + " and " + items[-1]
 
 
-def _holder_info(state: State, e: Event) -> dict[str, Any] | None:
+def _holder_info(state: State, e: Event) -> Holder | None:
     frame = state["frames"].get(str(e.get("frame")))
     return frame["holders"].get(str(e.get("index"))) if frame else None
 
@@ -139,9 +150,7 @@ def _frame_new(state: State, e: Event) -> str:
 def _fn_start(state: State, e: Event) -> str:
     frame, label = _frame(state, e.get("frame")), _label(state, e.get("frame"))
     if e.get("mode") == "recompute":
-        return (
-            f"{label} runs again to recompute {frame}: each tensor its ops save goes to the recomputation hook."
-        )
+        return f"{label} runs again to recompute {frame}: what its ops save goes to the recomputation hook."
     return f"{label} runs under the checkpoint hook of {frame}: every tensor its ops save becomes a holder."
 
 
@@ -152,7 +161,7 @@ def _fn_end(state: State, e: Event) -> str:
     mode = info["running"][-1] if info and info["running"] else "forward"
     outcome = e.get("outcome")
     if outcome == "early_stop":
-        return f"{label} is cut short by `_StopRecomputationError`: the recomputation of {frame} has all it needs."
+        return f"{label} is cut short by `_StopRecomputationError`: the recomputation of {frame} is done."
     if outcome == "raised":
         return f"{label} raises an exception, which leaves the {mode} run of {frame}."
     if mode == "recompute":
@@ -173,7 +182,9 @@ def _inputs_saved(state: State, e: Event) -> str:
             f"{what} are saved on its `_NoopSaveInputs` node before its hooks are pushed, so the hook of "
             f"{_frame(state, parent)} packs them (Rule 2)."
         )
-    return f"{what} are saved on its `_NoopSaveInputs` node, as ordinary saved tensors (no hook is active yet)."
+    return (
+        f"{what} are saved on its `_NoopSaveInputs` node, as ordinary saved tensors (no hook is active yet)."
+    )
 
 
 def _hooks_name(state: State, entry: dict[str, Any]) -> str:
@@ -197,7 +208,8 @@ def _hooks_push(state: State, e: Event) -> str:
         why = "recomputation starts as if no checkpoint were active (Rule 3)"
     else:
         why = "it packs what is saved from now on"
-    return f"{name[0].upper()}{name[1:]} go on the saved-tensor hooks stack (depth {depth}): {why}."
+    verb = "goes" if e.get("hooks") == "user" else "go"
+    return f"{name} {verb} on the saved-tensor hooks stack (depth {depth}): {why}."
 
 
 @_on("hooks_pop")
@@ -206,9 +218,11 @@ def _hooks_pop(state: State, e: Event) -> str:
     if not stack:
         return "A saved-tensor hooks pair leaves the stack."
     name = _hooks_name(state, stack[-1])
+    name += " leaves" if stack[-1]["hooks"] == "user" else " leave"
     if len(stack) == 1:
-        return f"{name[0].upper()}{name[1:]} leave the stack: it is empty, so saved tensors are stored as is."
-    return f"{name[0].upper()}{name[1:]} leave the stack: {_hooks_name(state, stack[-2])} apply again."
+        return f"{name} the stack: it is empty, so saved tensors are stored as is."
+    again = "applies" if stack[-2]["hooks"] == "user" else "apply"
+    return f"{name} the stack: {_hooks_name(state, stack[-2])} {again} again."
 
 
 @_on("pack")
@@ -221,7 +235,9 @@ def _pack(state: State, e: Event) -> str:
             f"A nested checkpoint saves {what} through the hook of its parent {frame}, "
             f"which stores holder {index} instead (Rule 2)."
         )
-    saver = f"{_node(state, e.get('node'))} saves `{e.get('slot')}`" if e.get("node") is not None else "A save"
+    saver = (
+        f"{_node(state, e.get('node'))} saves `{e.get('slot')}`" if e.get("node") is not None else "A save"
+    )
     return f"{saver} ({size}) through the checkpoint hook of {frame}: holder {index} is kept, not the tensor."
 
 
@@ -261,7 +277,11 @@ def _recompute_start(state: State, e: Event) -> str:
     info = state["frames"].get(str(e.get("frame")))
     total = len(info["holders"]) if info else 0
     if info is not None and info["early_stop"]:
-        goal = f"it stops as soon as all {total} saved tensors are back (Rule 5)"
+        goal = (
+            "it stops as soon as the 1 saved tensor is back (Rule 5)"
+            if total == 1
+            else f"it stops as soon as all {total} saved tensors are back (Rule 5)"
+        )
     else:
         goal = "early stop is off, so it runs the whole function"
     trigger = e.get("trigger") or {}
@@ -280,10 +300,12 @@ def _rpack(state: State, e: Event) -> str:
     frame, index = _frame(state, e.get("frame")), e.get("index")
     before = info["recomp_counter"].get(gid, 0) if info else 0
     counter = f"`recomp_counter[{gid_label(gid)}]` {before} → {before + 1}"
+    if e.get("node") is not None and e.get("slot") is not None:
+        counter = f"`{e['slot']}` of {_node(state, e['node'])}; {counter}"
     outcome = e.get("outcome")
     if outcome == "skip":
         return (
-            f"The recomputation of {frame} re-saves tensor {index} ({counter}), but holder {index} is dead "
+            f"The recomputation of {frame} repeats save {index} ({counter}), but holder {index} is dead "
             "(its node already ran without retain_graph), so it is skipped (Rule 6)."
         )
     if outcome == "extra":
@@ -293,23 +315,32 @@ def _rpack(state: State, e: Event) -> str:
             "saved: there is no holder for it."
         )
     return (
-        f"The recomputation of {frame} re-saves tensor {index} ({counter}): holder {index} gets a handle "
+        f"The recomputation of {frame} repeats save {index} ({counter}): holder {index} gets a handle "
         f"and the tensor goes into `recomputed[{gid_label(gid)}]`."
     )
 
 
 @_on("early_stop")
 def _early_stop(state: State, e: Event) -> str:
+    frame, total = _frame(state, e.get("frame")), e.get("total")
+    if total == 1:
+        return (
+            f"Early stop: the 1 tensor saved in the forward of {frame} is back, so the recomputation "
+            "stops inside its pack."
+        )
     return (
-        f"Early stop: all {e.get('total')} tensors saved in the forward of {_frame(state, e.get('frame'))} "
-        "are back, so the recomputation stops inside the pack of the last one."
+        f"Early stop: all {total} tensors saved in the forward of {frame} are back, so the recomputation "
+        "stops inside the pack of the last one."
     )
 
 
 @_on("recompute_end")
 def _recompute_end(state: State, e: Event) -> str:
     frame, gid = _frame(state, e.get("frame")), gid_label(gid_key(e))
-    counts = f"{e.get('rpacks')} of {e.get('total')} tensors re-saved"
+    rpacks, total = e.get("rpacks") or 0, e.get("total") or 0
+    counts = f"{rpacks} of {total} tensors re-saved"
+    if rpacks > total:
+        counts = f"{_plural(rpacks, 'tensor')} re-saved, {rpacks - total} more than the forward's {total}"
     reason = e.get("reason")
     if reason == "error":
         return f"The recomputation of {frame} for {gid} fails ({counts}); `is_recomputed[{gid}]` stays False."
@@ -321,7 +352,7 @@ def _recompute_end(state: State, e: Event) -> str:
 def _recomputed_take(state: State, e: Event) -> str:
     gid = gid_label(gid_key(e))
     return (
-        f"{_holder(state, e)[0].upper()}{_holder(state, e)[1:]} hands over its tensor from "
+        f"{_holder(state, e)} hands over its tensor from "
         f"`recomputed[{gid}]` and its handle is cleared, so the recomputed copy is freed after use (Rule 4)."
     )
 
@@ -329,7 +360,7 @@ def _recomputed_take(state: State, e: Event) -> str:
 @_on("holder_gc")
 def _holder_gc(state: State, e: Event) -> str:
     holder = _holder_info(state, e)
-    text = f"{_holder(state, e)[0].upper()}{_holder(state, e)[1:]} is garbage-collected"
+    text = f"{_holder(state, e)} is garbage-collected"
     if holder is not None and holder["node"] is not None:
         node = state["nodes"].get(str(holder["node"]))
         if node is not None and node["released"]:
@@ -361,15 +392,26 @@ def _checkpoint_error(state: State, e: Event) -> str:
 
 @_on("tensor_new")
 def _tensor_new(state: State, e: Event) -> str:
-    name = f"`{e['name']}`" if e.get("name") else f"tensor {e.get('tensor')}"
-    desc = f"{name} {_shape(e.get('shape'))} {e.get('dtype', '')}".rstrip() + f" ({_bytes(e.get('nbytes', 0))})"
+    name = f"`{e['name']}`" if e.get("name") else str(e.get("tensor"))
+    size = f"{_shape(e.get('shape'))} {e.get('dtype', '')}".rstrip() + f" ({_bytes(e.get('nbytes', 0))})"
     if e.get("base") is not None:
-        return f"New view {desc} of {_tensor(state, e['base'], with_shape=False)}, sharing its memory."
+        return f"New view {name} {size} of {_tensor(state, e['base'], with_shape=False)}, sharing its memory."
     if e.get("node") is not None:
-        return f"New tensor {desc}, made by {_node(state, e['node'])}."
+        return f"New tensor {name} {size}, made by {_node(state, e['node'])}."
+    if e.get("shape") == [0] and e.get("requires_grad") and state["now"]["kind"] == "frame_new":
+        frame = _frame(state, _last_frame(state))
+        return (
+            f"New empty tensor {name} with requires_grad=True: {frame}'s dummy, which makes sure "
+            "its inputs node is recorded even if no input requires grad."
+        )
     if e.get("requires_grad"):
-        return f"New leaf tensor {desc} that requires grad: backward will accumulate into its `.grad`."
-    return f"New tensor {desc}."
+        return f"New leaf tensor {name} {size} that requires grad: backward will accumulate into its `.grad`."
+    return f"New tensor {name} {size}."
+
+
+def _last_frame(state: State) -> int | None:
+    frames = state["frames"]
+    return max((f["frame"] for f in frames.values()), default=None)
 
 
 @_on("tensor_free")
@@ -405,6 +447,11 @@ def _saved(state: State, e: Event) -> str:
         return f"{node} saves `{slot}` (a holder{of}, not the tensor)."
     if packed == "other":
         return f"{node} saves `{slot}` as whatever a user pack hook returned."
+    if e.get("hooks") == "recomputation":
+        return (
+            f"{node} saves `{slot}` ({_tensor(state, e.get('tensor'))}) through the recomputation hook, "
+            "which returns the tensor itself so the recomputed graph can be differentiated (Rule 6)."
+        )
     return f"{node} saves `{slot}` ({_tensor(state, e.get('tensor'))}) as is, at version {e.get('version')}."
 
 
@@ -423,7 +470,12 @@ def _node_free(state: State, e: Event) -> str:
 
 @_on("backward_start")
 def _backward_start(state: State, e: Event) -> str:
-    roots = [_tensor(state, t, with_shape=False) for t in e.get("roots") or []]
+    # Roots are gradient edges ``[node, input_nr]`` (the recorder's form) or tensor ids.
+    roots = [
+        _node(state, r[0]) if isinstance(r, list) else _tensor(state, r, with_shape=False)
+        for r in e.get("roots") or []
+        if not isinstance(r, list) or r[0] is not None
+    ]
     call = "`autograd.grad`" if e.get("api") == "grad" else "`backward`"
     of = f" from {_names(roots)}" if roots else ""
     gid = f" (graph task g{e['gid']})" if e.get("gid") is not None else ""
@@ -443,6 +495,11 @@ def _backward_end(state: State, e: Event) -> str:
 @_on("node_exec")
 def _node_exec(state: State, e: Event) -> str:
     where = " (in a recomputation)" if e.get("phase") == "recompute" else ""
+    info = state["nodes"].get(str(e.get("node")))
+    if info is not None and info["name"].endswith("AccumulateGrad"):
+        return (
+            f"The engine runs {_node(state, e.get('node'))}{where}: it adds the incoming gradient to `.grad`."
+        )
     return f"The engine runs {_node(state, e.get('node'))}{where}: it computes gradients for its inputs."
 
 
@@ -474,6 +531,22 @@ def _version_bump(state: State, e: Event) -> str:
 def _error(state: State, e: Event) -> str:
     message = str(e.get("message") or "").strip().splitlines()
     return f"`{e.get('type')}`: {message[0] if message else ''}"
+
+
+def _value(state: State, value: Any) -> str:
+    if isinstance(value, dict) and "scalar" in value:
+        return str(value["scalar"])
+    return "None" if value is None else _tensor(state, value, with_shape=False)
+
+
+@_on("op")
+def _op(state: State, e: Event) -> str:
+    args = [_value(state, v) for v in e.get("inputs") or [] if v is not None]
+    outs = [_tensor(state, t) for t in e.get("outputs") or []]
+    made = f" gives {_names(outs)}" if outs else " runs"
+    where = "Recomputing: " if e.get("phase") == "recompute" else ""
+    node = f", recorded by {_node(state, e['node'])}" if e.get("node") is not None else ""
+    return f"{where}`{e.get('name')}`({', '.join(args)}){made}{node}."
 
 
 @_on("mark")

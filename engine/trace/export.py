@@ -18,8 +18,6 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-import graphviz
-
 from engine.trace.captions import caption
 from engine.trace.state import Event, State, gid_key, gid_label, initial_state, step
 
@@ -96,7 +94,7 @@ _ENDS = {end: start for start, end in _STARTS.items()}
 
 
 def _slice_key(event: Event) -> tuple[str, Any]:
-    kind = _ENDS.get(event["kind"], event["kind"])
+    kind = str(_ENDS.get(event["kind"]) or event["kind"])
     return kind, event.get("node", event.get("frame"))
 
 
@@ -144,7 +142,9 @@ def chrome_trace(trace: Any, *, clock: str = "t_ns") -> dict[str, Any]:
     ]
     for phase, tid in TRACKS.items():
         out.append({"name": "thread_name", "ph": "M", "pid": pid, "tid": tid, "args": {"name": phase}})
-        out.append({"name": "thread_sort_index", "ph": "M", "pid": pid, "tid": tid, "args": {"sort_index": tid}})
+        out.append(
+            {"name": "thread_sort_index", "ph": "M", "pid": pid, "tid": tid, "args": {"sort_index": tid}}
+        )
 
     open_slices: list[tuple[tuple[str, Any], dict[str, Any]]] = []
     state = initial_state()
@@ -191,3 +191,9 @@ def chrome_trace(trace: Any, *, clock: str = "t_ns") -> dict[str, Any]:
 
 def to_chrome(trace: Any, *, clock: str = "t_ns") -> str:
     return json.dumps(chrome_trace(trace, clock=clock))
+
+
+# The DOT export lives in its own module; it is part of this one's interface.
+from engine.trace.export_dot import dot_classes, slot_id, to_dot  # noqa: E402
+
+__all__ = ["annotate", "chrome_trace", "dot_classes", "slot_id", "to_chrome", "to_dot", "to_json"]

@@ -9,23 +9,8 @@ strings, numbers, booleans, ``None``), so it can be sent to a browser or stored 
 - ``step(state, event) -> list[Change]``: the same, in place, returning what changed.
 - ``state_at(events, n)``: the state after ``events[n]`` (``n = -1``: before any event).
 - ``Cursor(events)``: ``forward()``, ``back()``, ``jump(n)`` over a trace, fast on long traces.
-- ``diff(before, after)``, ``apply_changes(state, changes)``, ``revert_changes(state, changes)``.
-
-Note [Changes]
-~~~~~~~~~~~~~~
-A change is ``[op, path, old, new]`` (a ``Change`` named tuple; JSON encodes it as that list).
-``path`` is a list of keys from the root of the state: strings into dicts, integers into lists.
-
-- ``"set"``: the key exists before and after; its value goes from ``old`` to ``new``.
-- ``"add"``: the key does not exist before; after, it holds ``new`` (``old`` is ``None``). In a
-  list the key is the list's length: an append.
-- ``"remove"``: the key exists before and holds ``old``; after, it is gone (``new`` is ``None``).
-  In a list the key is the last index: a pop.
-
-The changes of one event apply in order. To step back, undo them in reverse order: ``set`` back
-to ``old``, delete what ``add`` added, put back what ``remove`` removed. A browser can do both
-without knowing what any event means; it must copy a value before inserting it, since later
-changes mutate what they reach through a path (``apply_changes`` does the same).
+- ``diff(before, after)``, ``apply_changes(state, changes)``, ``revert_changes(state, changes)``:
+  the change format every step returns (Note [Changes] in ``delta.py``).
 
 Note [Gid keys]
 ~~~~~~~~~~~~~~~
@@ -37,21 +22,30 @@ temporary id of an unpack outside backward), else its ``gid``; ``None`` becomes 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
-from typing import Any, Literal, NamedTuple, TypedDict
+from typing import Any, TypedDict
+
+from engine.trace.delta import Change, ChangeCursor, Tx, apply_changes, diff, plain, revert_changes
+
+__all__ = [
+    "KINDS",
+    "Change",
+    "Cursor",
+    "Event",
+    "State",
+    "apply",
+    "apply_changes",
+    "diff",
+    "gid_key",
+    "gid_label",
+    "initial_state",
+    "plain",
+    "revert_changes",
+    "state_at",
+    "step",
+]
 
 Event = dict[str, Any]
-Key = str | int
-
-
-class Change(NamedTuple):
-    """One step of an event's effect on the state. See Note [Changes]."""
-
-    op: Literal["set", "add", "remove"]
-    path: tuple[Key, ...]
-    old: Any
-    new: Any
 
 
 # --- the state -----------------------------------------------------------------------------------
@@ -122,6 +116,7 @@ class Node(TypedDict):
     name: str
     seq_nr: int | None
     next: list[list[Any]]
+    variable: int | None  # the leaf tensor of an AccumulateGrad node
     frame: int | None
     phase: str | None  # the phase it was created in
     recompute: list[Any] | None  # [frame, gid] of the recomputation that created it, if any
@@ -166,7 +161,7 @@ class State(TypedDict):
 
 
 MEM_KEYS = ("live", "saved", "recomputed")
-COUNT_KEYS = ("packs", "unpacks", "rpacks", "recomputations", "early_stops", "node_execs", "backwards")
+COUNT_KEYS = ("ops", "packs", "unpacks", "rpacks", "recomputations", "early_stops", "node_execs", "backwards")
 
 
 def initial_state() -> State:
@@ -201,156 +196,9 @@ def gid_label(key: str) -> str:
     return f"g{key}" if key.lstrip("-").isdigit() else key
 
 
-def plain(value: Any) -> Any:
-    """A fresh JSON-like copy of ``value`` (tuples become lists), safe to insert into a state."""
-    if isinstance(value, dict):
-        return {str(k): plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [plain(v) for v in value]
-    return value
-
-
-# --- recording changes ---------------------------------------------------------------------------
-
-
-def _same(a: Any, b: Any) -> bool:
-    # ``True == 1`` in Python, but a browser would show them differently: compare types too.
-    return type(a) is type(b) and a == b
-
-
-class _Tx:
-    """Mutates a state through paths and records each change (see Note [Changes])."""
-
-    def __init__(self, state: Any) -> None:
-        self.state = state
-        self.changes: list[Change] = []
-
-    def _parent(self, path: tuple[Key, ...]) -> Any:
-        obj = self.state
-        for key in path[:-1]:
-            obj = obj[key]
-        return obj
-
-    def set(self, path: tuple[Key, ...], value: Any) -> None:
-        parent, key = self._parent(path), path[-1]
-        value = plain(value)
-        if isinstance(parent, list) and key == len(parent):
-            parent.append(value)
-            self.changes.append(Change("add", path, None, plain(value)))
-        elif isinstance(parent, list) or key in parent:
-            old = parent[key]
-            if _same(old, value):
-                return
-            parent[key] = value
-            self.changes.append(Change("set", path, old, plain(value)))
-        else:
-            parent[key] = value
-            self.changes.append(Change("add", path, None, plain(value)))
-
-    def remove(self, path: tuple[Key, ...]) -> None:
-        parent, key = self._parent(path), path[-1]
-        if isinstance(parent, list):
-            if key != len(parent) - 1:
-                raise ValueError(f"can only remove the last item of a list, not {path}")
-            old = parent.pop()
-        elif key in parent:
-            old = parent.pop(key)
-        else:
-            return
-        self.changes.append(Change("remove", path, old, None))
-
-    def append(self, path: tuple[Key, ...], value: Any) -> None:
-        self.set((*path, len(self._parent((*path, 0)))), value)
-
-    def pop(self, path: tuple[Key, ...]) -> None:
-        items = self._parent((*path, 0))
-        if items:
-            self.remove((*path, len(items) - 1))
-
-
-def _insert(parent: Any, key: Key, value: Any) -> None:
-    if isinstance(parent, list):
-        if key != len(parent):
-            raise ValueError(f"can only add at the end of a list (index {key}, length {len(parent)})")
-        parent.append(plain(value))
-    else:
-        parent[key] = plain(value)
-
-
-def _delete(parent: Any, key: Key) -> None:
-    if isinstance(parent, list):
-        if key != len(parent) - 1:
-            raise ValueError(f"can only remove the last item of a list (index {key}, length {len(parent)})")
-        parent.pop()
-    else:
-        del parent[key]
-
-
-def _walk(state: Any, path: Sequence[Key]) -> Any:
-    for key in path[:-1]:
-        state = state[key]
-    return state
-
-
-def apply_changes(state: Any, changes: Sequence[Sequence[Any]]) -> Any:
-    """Apply an event's changes to ``state`` in place (one step forward); returns ``state``."""
-    for op, path, _old, new in changes:
-        parent, key = _walk(state, path), path[-1]
-        if op == "remove":
-            _delete(parent, key)
-        elif op == "add":
-            _insert(parent, key, new)
-        else:
-            parent[key] = plain(new)
-    return state
-
-
-def revert_changes(state: Any, changes: Sequence[Sequence[Any]]) -> Any:
-    """Undo an event's changes on ``state`` in place (one step back); returns ``state``."""
-    for op, path, old, _new in reversed(changes):
-        parent, key = _walk(state, path), path[-1]
-        if op == "add":
-            _delete(parent, key)
-        elif op == "remove":
-            _insert(parent, key, old)
-        else:
-            parent[key] = plain(old)
-    return state
-
-
-def diff(before: Any, after: Any, path: tuple[Key, ...] = ()) -> list[Change]:
-    """The changes that turn ``before`` into ``after`` (both JSON-like), in the format of ``step``."""
-    if isinstance(before, dict) and isinstance(after, dict):
-        changes: list[Change] = []
-        for key in before:
-            if key not in after:
-                changes.append(Change("remove", (*path, key), plain(before[key]), None))
-        for key, value in after.items():
-            if key not in before:
-                changes.append(Change("add", (*path, key), None, plain(value)))
-            else:
-                changes += diff(before[key], value, (*path, key))
-        return changes
-    if isinstance(before, list) and isinstance(after, list) and path:
-        changes = []
-        common = min(len(before), len(after))
-        for i in range(common):
-            changes += diff(before[i], after[i], (*path, i))
-        for i in range(len(before) - 1, common - 1, -1):
-            changes.append(Change("remove", (*path, i), plain(before[i]), None))
-        for i in range(common, len(after)):
-            changes.append(Change("add", (*path, i), None, plain(after[i])))
-        return changes
-    if _same(before, after):
-        return []
-    if not path:
-        raise ValueError("the root of a state must be a dict")
-    return [Change("set", path, plain(before), plain(after))]
-
-
 # --- the reducer ---------------------------------------------------------------------------------
 
-_Handler = Callable[[_Tx, State, Event], None]
+_Handler = Callable[[Tx, State, Event], None]
 _HANDLERS: dict[str, _Handler] = {}
 
 
@@ -364,27 +212,32 @@ def _on(kind: str) -> Callable[[_Handler], _Handler]:
 
 def step(state: State, event: Event) -> list[Change]:
     """Apply ``event`` to ``state`` in place and return the changes it made (Note [Changes])."""
-    tx = _Tx(state)
+    tx = Tx(state)
+    _reduce(tx, event)
+    return tx.changes
+
+
+def _reduce(tx: Tx, event: Event) -> None:
     tx.set(
         ("now",),
         {
-            "seq": event.get("seq", state["now"]["seq"] + 1),
+            "seq": event.get("seq", tx.state["now"]["seq"] + 1),
             "kind": event.get("kind"),
             "phase": event.get("phase"),
             "gid": event.get("gid"),
             "src": event.get("src"),
         },
     )
+    state: State = tx.state  # the root is owned from here on (Note [Copy on write])
     mem = event.get("mem")
     if mem:
-        tx.set(("mem",), {k: mem.get(k, 0) for k in MEM_KEYS})
         peak = state["peak"]
+        tx.set(("mem",), {k: mem.get(k, 0) for k in MEM_KEYS})
         if any(mem.get(k, 0) > peak[k] for k in MEM_KEYS):
             tx.set(("peak",), {k: max(peak[k], mem.get(k, 0)) for k in MEM_KEYS})
     handler = _HANDLERS.get(event.get("kind", ""))
     if handler is not None:  # unknown kinds only move "now" (the spec allows extra kinds)
         handler(tx, state, event)
-    return tx.changes
 
 
 def apply(state: State, event: Event) -> State:
@@ -404,7 +257,7 @@ def state_at(events: Sequence[Event], n: int) -> State:
     return state
 
 
-def _count(tx: _Tx, state: State, name: str) -> None:
+def _count(tx: Tx, state: State, name: str) -> None:
     tx.set(("counts", name), state["counts"][name] + 1)
 
 
@@ -417,7 +270,7 @@ def _frame_key(event: Event, state: State) -> str | None:
 
 
 @_on("frame_new")
-def _frame_new(tx: _Tx, state: State, e: Event) -> None:
+def _frame_new(tx: Tx, state: State, e: Event) -> None:
     frame: Frame = {
         "frame": e["frame"],
         "label": e["label"],
@@ -441,7 +294,7 @@ def _frame_new(tx: _Tx, state: State, e: Event) -> None:
 
 
 @_on("fn_start")
-def _fn_start(tx: _Tx, state: State, e: Event) -> None:
+def _fn_start(tx: Tx, state: State, e: Event) -> None:
     if (f := _frame_key(e, state)) is not None:
         mode = e.get("mode", "forward")
         tx.append(("frames", f, "running"), mode)
@@ -449,32 +302,32 @@ def _fn_start(tx: _Tx, state: State, e: Event) -> None:
 
 
 @_on("fn_end")
-def _fn_end(tx: _Tx, state: State, e: Event) -> None:
+def _fn_end(tx: Tx, state: State, e: Event) -> None:
     if (f := _frame_key(e, state)) is not None:
         tx.pop(("frames", f, "running"))
         tx.set(("frames", f, "outcome"), e.get("outcome"))
 
 
 @_on("inputs_saved")
-def _inputs_saved(tx: _Tx, state: State, e: Event) -> None:
+def _inputs_saved(tx: Tx, state: State, e: Event) -> None:
     if (f := _frame_key(e, state)) is not None:
         tx.set(("frames", f, "inputs"), e.get("tensors") or [])
 
 
 @_on("hooks_push")
-def _hooks_push(tx: _Tx, state: State, e: Event) -> None:
+def _hooks_push(tx: Tx, state: State, e: Event) -> None:
     gid = e.get("hook_gid", e.get("gid"))
     tx.append(("hooks",), {"hooks": e.get("hooks"), "frame": e.get("frame"), "gid": gid})
 
 
 @_on("hooks_pop")
-def _hooks_pop(tx: _Tx, state: State, e: Event) -> None:
+def _hooks_pop(tx: Tx, state: State, e: Event) -> None:
     # The engine's saved_tensors_hooks.__exit__ pops the top of the stack, whatever is there.
     tx.pop(("hooks",))
 
 
 @_on("pack")
-def _pack(tx: _Tx, state: State, e: Event) -> None:
+def _pack(tx: Tx, state: State, e: Event) -> None:
     if (f := _frame_key(e, state)) is None:
         return
     holder: Holder = {
@@ -501,7 +354,7 @@ def _pack(tx: _Tx, state: State, e: Event) -> None:
 
 
 @_on("unpack")
-def _unpack(tx: _Tx, state: State, e: Event) -> None:
+def _unpack(tx: Tx, state: State, e: Event) -> None:
     tx.append(
         ("unpacking",),
         {"frame": e.get("frame"), "index": e.get("index"), "holder": e.get("holder"), "gid": gid_key(e)},
@@ -510,7 +363,7 @@ def _unpack(tx: _Tx, state: State, e: Event) -> None:
 
 
 @_on("recompute_start")
-def _recompute_start(tx: _Tx, state: State, e: Event) -> None:
+def _recompute_start(tx: Tx, state: State, e: Event) -> None:
     gid = gid_key(e)
     tx.append(("recomputing",), {"frame": e.get("frame"), "gid": gid, "trigger": e.get("trigger")})
     _count(tx, state, "recomputations")
@@ -525,7 +378,7 @@ def _recompute_start(tx: _Tx, state: State, e: Event) -> None:
 
 
 @_on("rpack")
-def _rpack(tx: _Tx, state: State, e: Event) -> None:
+def _rpack(tx: Tx, state: State, e: Event) -> None:
     _count(tx, state, "rpacks")
     if (f := _frame_key(e, state)) is None:
         return
@@ -540,14 +393,14 @@ def _rpack(tx: _Tx, state: State, e: Event) -> None:
 
 
 @_on("early_stop")
-def _early_stop(tx: _Tx, state: State, e: Event) -> None:
+def _early_stop(tx: Tx, state: State, e: Event) -> None:
     _count(tx, state, "early_stops")
     if (f := _frame_key(e, state)) is not None:
         tx.set(("frames", f, "early_stopped", gid_key(e)), {"count": e.get("count"), "total": e.get("total")})
 
 
 @_on("recompute_end")
-def _recompute_end(tx: _Tx, state: State, e: Event) -> None:
+def _recompute_end(tx: Tx, state: State, e: Event) -> None:
     stack = state["recomputing"]
     if stack and stack[-1]["frame"] == e.get("frame"):
         tx.pop(("recomputing",))
@@ -558,7 +411,7 @@ def _recompute_end(tx: _Tx, state: State, e: Event) -> None:
 
 
 @_on("recomputed_take")
-def _recomputed_take(tx: _Tx, state: State, e: Event) -> None:
+def _recomputed_take(tx: Tx, state: State, e: Event) -> None:
     if (f := _frame_key(e, state)) is not None:
         gid, index, frame = gid_key(e), str(e.get("index")), state["frames"][f]
         if index in frame["holders"]:
@@ -568,14 +421,14 @@ def _recomputed_take(tx: _Tx, state: State, e: Event) -> None:
     _finish_unpack(tx, state, e.get("holder"))
 
 
-def _finish_unpack(tx: _Tx, state: State, holder: Any) -> None:
+def _finish_unpack(tx: Tx, state: State, holder: Any) -> None:
     stack = state["unpacking"]
     if stack and stack[-1]["holder"] == holder:
         tx.pop(("unpacking",))
 
 
 @_on("holder_gc")
-def _holder_gc(tx: _Tx, state: State, e: Event) -> None:
+def _holder_gc(tx: Tx, state: State, e: Event) -> None:
     if (f := _frame_key(e, state)) is None:
         return
     index, frame = str(e.get("index")), state["frames"][f]
@@ -591,14 +444,14 @@ def _holder_gc(tx: _Tx, state: State, e: Event) -> None:
 
 
 @_on("frame_gc")
-def _frame_gc(tx: _Tx, state: State, e: Event) -> None:
+def _frame_gc(tx: Tx, state: State, e: Event) -> None:
     if (f := _frame_key(e, state)) is not None:
         tx.set(("frames", f, "alive"), False)
         tx.set(("frames", f, "recomputed"), {})
 
 
 @_on("checkpoint_error")
-def _checkpoint_error(tx: _Tx, state: State, e: Event) -> None:
+def _checkpoint_error(tx: Tx, state: State, e: Event) -> None:
     if (f := _frame_key(e, state)) is not None:
         tx.set(("frames", f, "error"), {"type": e.get("type"), "message": e.get("message")})
     stack = state["unpacking"]
@@ -610,7 +463,7 @@ def _checkpoint_error(tx: _Tx, state: State, e: Event) -> None:
 
 
 @_on("tensor_new")
-def _tensor_new(tx: _Tx, state: State, e: Event) -> None:
+def _tensor_new(tx: Tx, state: State, e: Event) -> None:
     info: TensorInfo = {
         "tensor": e["tensor"],
         "shape": e.get("shape") or [],
@@ -628,18 +481,19 @@ def _tensor_new(tx: _Tx, state: State, e: Event) -> None:
 
 
 @_on("tensor_free")
-def _tensor_free(tx: _Tx, state: State, e: Event) -> None:
+def _tensor_free(tx: Tx, state: State, e: Event) -> None:
     tx.remove(("tensors", str(e.get("tensor"))))
 
 
 @_on("node_new")
-def _node_new(tx: _Tx, state: State, e: Event) -> None:
+def _node_new(tx: Tx, state: State, e: Event) -> None:
     recomputing = state["recomputing"]
     node: Node = {
         "node": e["node"],
         "name": e.get("name", "?"),
         "seq_nr": e.get("seq_nr"),
         "next": e.get("next") or [],
+        "variable": e.get("variable"),
         "frame": e.get("frame"),
         "phase": e.get("phase"),
         "recompute": [recomputing[-1]["frame"], recomputing[-1]["gid"]] if recomputing else None,
@@ -653,7 +507,7 @@ def _node_new(tx: _Tx, state: State, e: Event) -> None:
 
 
 @_on("saved")
-def _saved(tx: _Tx, state: State, e: Event) -> None:
+def _saved(tx: Tx, state: State, e: Event) -> None:
     node = str(e.get("node"))
     if node not in state["nodes"]:
         return
@@ -674,43 +528,43 @@ def _saved(tx: _Tx, state: State, e: Event) -> None:
     tx.set(("nodes", node, "saved", str(e.get("slot"))), slot)
 
 
-def _set_node(tx: _Tx, state: State, e: Event, field: str, value: Any) -> None:
+def _set_node(tx: Tx, state: State, e: Event, field: str, value: Any) -> None:
     node = str(e.get("node"))
     if node in state["nodes"]:
         tx.set(("nodes", node, field), value)
 
 
 @_on("saved_release")
-def _saved_release(tx: _Tx, state: State, e: Event) -> None:
+def _saved_release(tx: Tx, state: State, e: Event) -> None:
     _set_node(tx, state, e, "released", True)
 
 
 @_on("node_free")
-def _node_free(tx: _Tx, state: State, e: Event) -> None:
+def _node_free(tx: Tx, state: State, e: Event) -> None:
     _set_node(tx, state, e, "freed", True)
 
 
 @_on("backward_start")
-def _backward_start(tx: _Tx, state: State, e: Event) -> None:
+def _backward_start(tx: Tx, state: State, e: Event) -> None:
     call = {k: e.get(k) for k in ("api", "roots", "inputs", "retain_graph", "create_graph", "gid")}
     tx.append(("backward",), call)
     _count(tx, state, "backwards")
 
 
 @_on("backward_end")
-def _backward_end(tx: _Tx, state: State, e: Event) -> None:
+def _backward_end(tx: Tx, state: State, e: Event) -> None:
     tx.pop(("backward",))
 
 
 @_on("node_exec")
-def _node_exec(tx: _Tx, state: State, e: Event) -> None:
+def _node_exec(tx: Tx, state: State, e: Event) -> None:
     _set_node(tx, state, e, "status", "executing")
     tx.append(("executing",), e.get("node"))
     _count(tx, state, "node_execs")
 
 
 @_on("node_exec_end")
-def _node_exec_end(tx: _Tx, state: State, e: Event) -> None:
+def _node_exec_end(tx: Tx, state: State, e: Event) -> None:
     node = str(e.get("node"))
     if node in state["nodes"]:
         tx.set(("nodes", node, "status"), "executed")
@@ -720,29 +574,34 @@ def _node_exec_end(tx: _Tx, state: State, e: Event) -> None:
 
 
 @_on("grad_accumulate")
-def _grad_accumulate(tx: _Tx, state: State, e: Event) -> None:
+def _grad_accumulate(tx: Tx, state: State, e: Event) -> None:
     tensor = str(e.get("tensor"))
     if tensor in state["tensors"]:
         tx.set(("tensors", tensor, "grads"), state["tensors"][tensor]["grads"] + 1)
 
 
 @_on("version_bump")
-def _version_bump(tx: _Tx, state: State, e: Event) -> None:
+def _version_bump(tx: Tx, state: State, e: Event) -> None:
     tensor = str(e.get("tensor"))
     if tensor in state["tensors"]:
         tx.set(("tensors", tensor, "version"), e.get("version", 0))
 
 
 @_on("error")
-def _error(tx: _Tx, state: State, e: Event) -> None:
+def _error(tx: Tx, state: State, e: Event) -> None:
     tx.set(("error",), {"type": e.get("type"), "message": e.get("message")})
 
 
 _COMMON_FIELDS = {"seq", "kind", "t_ns", "phase", "gid", "src", "mem"}
 
 
+@_on("op")
+def _op(tx: Tx, state: State, e: Event) -> None:
+    _count(tx, state, "ops")
+
+
 @_on("mark")
-def _mark(tx: _Tx, state: State, e: Event) -> None:
+def _mark(tx: Tx, state: State, e: Event) -> None:
     tx.set(("mark",), {k: v for k, v in e.items() if k not in _COMMON_FIELDS})
 
 
@@ -752,72 +611,9 @@ KINDS: frozenset[str] = frozenset(_HANDLERS)
 # --- the cursor ----------------------------------------------------------------------------------
 
 
-class Cursor:
-    """Steps through a trace in both directions and jumps anywhere, without replaying it all.
+class Cursor(ChangeCursor):
+    """``forward()``, ``back()`` and ``jump(n)`` over a trace's states, fast on long traces
+    (Note [Cursor] in delta.py). ``cursor.state`` is live: read it, don't mutate it."""
 
-    Note [Cursor]
-    ~~~~~~~~~~~~~
-    The changes of every event reached so far are kept, so ``forward()`` applies one event's
-    changes and ``back()`` reverts them. Every ``snapshot_every`` events a serialised copy of the
-    state is kept too: ``jump(n)`` restores the nearest snapshot at or before ``n`` and steps from
-    there, or steps from where it is when that is closer. Events past the furthest point reached
-    so far are reduced once, on first visit.
-
-    ``cursor.state`` is the live state: read it, don't mutate it (``copy()`` gives a private one).
-    """
-
-    def __init__(self, events: Sequence[Event], snapshot_every: int = 1024) -> None:
-        self.events = events
-        self.snapshot_every = snapshot_every
-        self.state: State = initial_state()
-        self.position = -1
-        self._changes: list[list[Change]] = []
-        self._snapshots: dict[int, str] = {-1: json.dumps(self.state)}
-
-    def __len__(self) -> int:
-        return len(self.events)
-
-    def changes(self, n: int) -> list[Change]:
-        """The changes event ``n`` makes (reducing the trace up to ``n`` if needed)."""
-        if n >= len(self._changes):
-            here = self.position
-            self.jump(n)
-            self.jump(here)
-        return self._changes[n]
-
-    def copy(self) -> State:
-        return plain(self.state)
-
-    def forward(self) -> State:
-        n = self.position + 1
-        if n >= len(self.events):
-            raise IndexError("already at the last event")
-        if n < len(self._changes):
-            apply_changes(self.state, self._changes[n])
-        else:
-            self._changes.append(step(self.state, self.events[n]))
-        self.position = n
-        if n % self.snapshot_every == self.snapshot_every - 1 and n not in self._snapshots:
-            self._snapshots[n] = json.dumps(self.state)
-        return self.state
-
-    def back(self) -> State:
-        if self.position < 0:
-            raise IndexError("already before the first event")
-        revert_changes(self.state, self._changes[self.position])
-        self.position -= 1
-        return self.state
-
-    def jump(self, n: int) -> State:
-        if not -1 <= n < len(self.events):
-            raise IndexError(f"step {n} is outside the trace (-1..{len(self.events) - 1})")
-        base = max(s for s in self._snapshots if s <= n)
-        # Restoring a snapshot costs about as much as a few hundred small steps.
-        if abs(n - self.position) > (n - base) + 256 or (n > self.position and base > self.position):
-            self.state = json.loads(self._snapshots[base])
-            self.position = base
-        while self.position < n:
-            self.forward()
-        while self.position > n:
-            self.back()
-        return self.state
+    def __init__(self, events: Sequence[Event], snapshot_every: int = 512) -> None:
+        super().__init__(events, initial_state(), _reduce, snapshot_every)

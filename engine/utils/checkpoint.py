@@ -38,6 +38,7 @@ from engine.autograd.function import Function
 from engine.autograd.grad_mode import enable_grad, no_grad
 from engine.autograd.graph import saved_tensors_hooks
 from engine.random import fork_rng, get_rng_state, set_rng_state
+from engine.trace import emit
 from engine.utils._checkpoint_debug import _checkpoint_error_template, _get_debug_context_and_cb  # noqa: F401
 from engine.utils._checkpoint_reentrant import CheckpointFunction, check_backward_validity, detach_variable
 from engine.utils._checkpoint_selective import (
@@ -176,7 +177,10 @@ def checkpoint(
         # The hooks installed by the suspended generator apply to this call. If it raises, the
         # exception propagates and, as in 2.8, the generator stays suspended with its hooks on
         # the stack until the exception's traceback (which references this frame) is released.
-        ret = function(*args, **kwargs)
+        if emit.enabled:
+            ret = _traced_call("forward", function, *args, **kwargs)
+        else:
+            ret = function(*args, **kwargs)
         # Runs post-forward logic: leaves the hooks' ``with`` block.
         try:
             next(gen)
@@ -583,7 +587,12 @@ class _StopRecomputationError(Exception):
 class _recomputation_hook(saved_tensors_hooks):  # noqa: N801 - PyTorch's name
     """The hooks on top of the stack while a frame is recomputed for the backward ``gid``."""
 
+    _trace_kind = "recomputation"
+
     def __init__(self, target_frame_ref: weakref.ref[_CheckpointFrame], gid: Any) -> None:
+        self._trace_frame = target_frame_ref
+        self._trace_gid = gid
+
         def pack_hook(x: Tensor) -> Tensor:
             x = x.detach() if x.requires_grad else x
             target_frame = target_frame_ref()
@@ -592,6 +601,10 @@ class _recomputation_hook(saved_tensors_hooks):  # noqa: N801 - PyTorch's name
             target_frame.recomp_counter[gid] += 1
 
             if recomp_idx >= len(target_frame.weak_holders):
+                if emit.enabled:
+                    emit.emit(
+                        "rpack", frame=target_frame, index=recomp_idx, outcome="extra", tensor=x, gid=gid
+                    )
                 assert not target_frame.early_stop
                 if not target_frame.forward_completed:
                     # We run into this case when early stop is not enabled and do
@@ -615,8 +628,22 @@ class _recomputation_hook(saved_tensors_hooks):  # noqa: N801 - PyTorch's name
                 _internal_assert(holder.handles.get(gid, None) is None)
                 holder.handles[gid] = _Handle()
                 target_frame.recomputed[gid][holder.handles[gid]] = x  # type: ignore[index]
+            if emit.enabled:
+                outcome = "skip" if holder is None else "keep"
+                emit.emit(
+                    "rpack",
+                    frame=target_frame,
+                    index=recomp_idx,
+                    outcome=outcome,
+                    tensor=x,
+                    gid=gid,
+                    holder=holder,
+                )
 
             if target_frame.early_stop and target_frame.recomp_counter[gid] == len(target_frame.weak_holders):
+                if emit.enabled:
+                    count, total = target_frame.recomp_counter[gid], len(target_frame.weak_holders)
+                    emit.emit("early_stop", frame=target_frame, count=count, total=total, gid=gid)
                 raise _StopRecomputationError
             # See Rule 6: [ retain_graph is True ] above
             return x
@@ -628,15 +655,42 @@ class _recomputation_hook(saved_tensors_hooks):  # noqa: N801 - PyTorch's name
 
         super().__init__(pack_hook, unpack_hook)
 
+    # The recomputation is the time these hooks are on the stack: the trace's recompute_start
+    # and recompute_end (where the probe of tests/utils/_ckpt_probe.py sees it in torch too).
+    def __enter__(self) -> None:
+        if emit.enabled:
+            emit.emit("recompute_start", frame=self._trace_frame(), gid=self._trace_gid)
+        super().__enter__()
+
+    def __exit__(self, *args: Any) -> None:
+        super().__exit__(*args)
+        if emit.enabled:
+            exc_type = args[0] if args else None
+            reason = (
+                "completed"
+                if exc_type is None
+                else "early_stop"
+                if issubclass(exc_type, _StopRecomputationError)
+                else "error"
+            )
+            emit.emit("recompute_end", frame=self._trace_frame(), reason=reason, gid=self._trace_gid)
+
 
 class _checkpoint_hook(saved_tensors_hooks):  # noqa: N801 - PyTorch's name
     """The hooks active while a checkpointed function runs its original forward."""
 
+    _trace_kind = "checkpoint"
+
     def __init__(self, frame: _CheckpointFrame) -> None:
+        self._trace_frame = weakref.ref(frame)
+
         def pack_hook(x: Tensor) -> _Holder:
             # See Rule 4 above
             holder = _Holder()
             frame.weak_holders.append(weakref.ref(holder))
+            if emit.enabled:
+                index = len(frame.weak_holders) - 1
+                emit.emit("pack", frame=frame, index=index, holder=holder, tensor=x)
             # Save metadata to detect non-determinism
             if frame.metadata_fn is not None:
                 with no_grad():
@@ -651,6 +705,8 @@ class _checkpoint_hook(saved_tensors_hooks):  # noqa: N801 - PyTorch's name
                 if gid == -1:
                     # generate a temporary id if we trigger unpack outside of a backward call
                     gid = int(uuid.uuid4())
+            if emit.enabled:
+                emit.emit("unpack", frame=frame, holder=holder, gid=gid)
 
             if not frame.is_recomputed[gid]:
                 # See Note [Nestable checkpoint], Implication: reading the saved inputs may
@@ -687,6 +743,8 @@ class _checkpoint_hook(saved_tensors_hooks):  # noqa: N801 - PyTorch's name
             ret = frame.recomputed[gid][holder.handles[gid]]  # type: ignore[index]
             # See Rule 4: dropping the handle drops the recomputed tensor.
             holder.handles[gid] = None
+            if emit.enabled:
+                emit.emit("recomputed_take", frame=frame, holder=holder, tensor=ret, gid=gid)
             return ret
 
         if frame.unpack_error_cb is not None:
@@ -698,9 +756,49 @@ class _checkpoint_hook(saved_tensors_hooks):  # noqa: N801 - PyTorch's name
                 except CheckpointError as e:
                     error_cb(e)
 
-            super().__init__(pack_hook, unpack_hook_with_error_cb)
+            super().__init__(pack_hook, _reporting_errors(frame, unpack_hook_with_error_cb))
         else:
-            super().__init__(pack_hook, unpack_hook)
+            super().__init__(pack_hook, _reporting_errors(frame, unpack_hook))
+
+
+def _reporting_errors(
+    frame: _CheckpointFrame, unpack_hook: Callable[[_Holder], Tensor]
+) -> Callable[[_Holder], Tensor]:
+    """``unpack_hook``, reporting to the trace (``checkpoint_error``) any exception that escapes
+    it: a CheckpointError, the version-counter error of the frame's saved inputs, an SAC error, an
+    error inside the recomputation."""
+
+    def unpack_hook_reporting_errors(holder: _Holder) -> Tensor:
+        try:
+            return unpack_hook(holder)
+        except _StopRecomputationError:
+            raise
+        except BaseException as e:
+            if emit.enabled:
+                emit.emit("checkpoint_error", frame=frame, error=e)
+            raise
+
+    return unpack_hook_reporting_errors
+
+
+def _traced_call(mode: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """``fn(*args, **kwargs)`` between the trace's ``fn_start`` and ``fn_end``; only called while
+    recording. The recorder knows the frame: the one just created (``mode="forward"``) or the one
+    being recomputed (``recompute_fn`` is made before its frame and must not reference it)."""
+    emit.emit("fn_start", mode=mode)
+    try:
+        out = fn(*args, **kwargs)
+    except _StopRecomputationError:
+        if emit.enabled:
+            emit.emit("fn_end", outcome="early_stop")
+        raise
+    except BaseException:
+        if emit.enabled:
+            emit.emit("fn_end", outcome="raised")
+        raise
+    if emit.enabled:
+        emit.emit("fn_end", outcome="returned")
+    return out
 
 
 def _checkpoint_without_reentrant_generator(
@@ -749,7 +847,10 @@ def _checkpoint_without_reentrant_generator(
                 set_rng_state(fwd_cpu_state)
             with recompute_context:
                 # The result is discarded: the recomputation is run for what it saves.
-                fn(*args, **kwargs)
+                if emit.enabled:
+                    _traced_call("recompute", fn, *args, **kwargs)
+                else:
+                    fn(*args, **kwargs)
 
     new_frame = _CheckpointFrame(
         recompute_fn,
@@ -758,9 +859,14 @@ def _checkpoint_without_reentrant_generator(
         unpack_error_cb,
         metadata_fn,
     )
+    if emit.enabled:
+        emit.emit("frame_new", frame=new_frame, label=getattr(fn, "__name__", type(fn).__name__))
     # See Note [Nestable checkpoint], Rule 2: saved before _checkpoint_hook is pushed.
     dummy = engine.empty((0,), requires_grad=True)
     new_frame.input_saver = _NoopSaveInputs.apply(dummy, kwargs, *args)
+    if emit.enabled:
+        saved = [dummy, *(a for a in args if isinstance(a, Tensor))]
+        emit.emit("inputs_saved", frame=new_frame, tensors=saved, node=new_frame.input_saver._grad_fn)
 
     # When ambient grad_mode is False
     if new_frame.input_saver.grad_fn is None:

@@ -16,6 +16,7 @@ from engine.autograd import gradcheck, gradgradcheck
 from engine.ops import OPS
 from tests.engine._oracle import build, make_arrays
 
+
 def _differentiable_call(name: str, index: int) -> tuple[Any, list[Any], bool] | None:
     entry = OPS[name]
     assert entry.samples is not None

@@ -1,0 +1,218 @@
+"""The sandbox worker: ``python -m app._worker`` runs one untrusted scenario and exits.
+
+The job arrives on stdin as JSON (``{"text", "filename", "limits"}``); the answer, a
+``RunResult.to_dict()``, leaves on stdout as one JSON document. stderr carries ``progress N`` lines
+(the event count, a few times a second) and, if the worker itself breaks, its traceback.
+
+Order matters here:
+1. import everything the run can need (the engine and the standard modules it loads lazily):
+   after the privilege drop the interpreter's own directory may be unreadable;
+2. compile the text with RestrictedPython;
+3. install the tensor-size guard, the resource limits and the CPU-limit handler;
+4. drop privileges (root -> nobody);
+5. run the scenario, then answer.
+"""
+
+from __future__ import annotations
+
+import importlib
+import io
+import json
+import linecache
+import os
+import pkgutil
+import resource
+import signal
+import sys
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import engine
+from app.runner import RunError, RunResult, execute, syntax_error
+from app.sandbox import LimitExceeded, Limits, ScenarioSyntaxError, compile_untrusted, restricted_globals
+
+NOBODY = 65534
+
+# Standard modules the engine or the runner may import lazily, loaded while they are readable.
+_LAZY_STDLIB = ("uuid", "traceback", "difflib", "copy", "functools", "weakref", "contextlib", "json")
+
+
+def _preimport() -> None:
+    for name in _LAZY_STDLIB:
+        importlib.import_module(name)
+    for info in pkgutil.walk_packages(engine.__path__, "engine."):
+        importlib.import_module(info.name)
+
+
+# --- the tensor-size guard -----------------------------------------------------------------------
+
+# Factories allocate before any op runs, so they are checked from their arguments; everything else
+# is checked on the op's output by a dispatch mode (RLIMIT_AS stops what is too big to allocate).
+_SIZED_FACTORIES = ("zeros", "ones", "empty", "rand", "randn", "full", "randint")
+
+
+def _numel(shape: Any) -> int:
+    n = 1
+    for s in shape:
+        n *= int(s)
+    return n
+
+
+def _shape_args(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
+    if "size" in kwargs:
+        size = kwargs["size"]
+        return tuple(size) if isinstance(size, (tuple, list)) else (size,)
+    if name == "full":
+        args = args[:1]
+    elif name == "randint":
+        # randint(high, size) or randint(low, high, size): the size is the tuple argument.
+        args = tuple(a for a in args if isinstance(a, (tuple, list)))
+    if len(args) == 1 and isinstance(args[0], (tuple, list)):
+        return tuple(args[0])
+    return tuple(a for a in args if isinstance(a, int) and not isinstance(a, bool))
+
+
+def _too_big(numel: int, limits: Limits) -> LimitExceeded:
+    return LimitExceeded(
+        "max_tensor_numel",
+        f"tensor size limit exceeded: {numel} elements > {limits.max_tensor_numel} (max_tensor_numel)",
+    )
+
+
+def _guard_factory(name: str, fn: Callable[..., Any], limits: Limits) -> Callable[..., Any]:
+    def guarded(*args: Any, **kwargs: Any) -> Any:
+        try:
+            numel = _numel(_shape_args(name, args, kwargs))
+        except (TypeError, ValueError, OverflowError):
+            numel = 0  # the factory reports bad arguments itself
+        if numel > limits.max_tensor_numel:
+            raise _too_big(numel, limits)
+        return fn(*args, **kwargs)
+
+    guarded.__name__ = getattr(fn, "__name__", name)
+    guarded.__qualname__ = getattr(fn, "__qualname__", name)
+    guarded.__module__ = getattr(fn, "__module__", "engine")
+    guarded.__doc__ = getattr(fn, "__doc__", None)
+    return guarded
+
+
+def _install_tensor_guard(limits: Limits) -> None:
+    for name in _SIZED_FACTORIES:
+        fn = getattr(engine, name, None)
+        if fn is not None:
+            setattr(engine, name, _guard_factory(name, fn, limits))
+
+    class TensorSizeGuard(engine.ops.DispatchMode):
+        """Checks every op's outputs (broadcasts, ``expand(...).contiguous()``, ``repeat``...)."""
+
+        def __torch_dispatch__(
+            self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None
+        ) -> Any:
+            out = func(*args, **(kwargs or {}))
+            for t in out if isinstance(out, (tuple, list)) else (out,):
+                if isinstance(t, engine.Tensor) and t.numel() > limits.max_tensor_numel:
+                    raise _too_big(t.numel(), limits)
+            return out
+
+    # Entered for the life of the process: the guard sits at the bottom of the dispatch-mode
+    # stack, below any mode a scenario enters (selective checkpointing's, debug logging's).
+    TensorSizeGuard().__enter__()
+
+
+# --- limits and privileges -----------------------------------------------------------------------
+
+
+def _on_xcpu(limits: Limits) -> Callable[[int, Any], None]:
+    def handler(signum: int, frame: Any) -> None:
+        # One shot: the remaining seconds before the hard limit are for writing the answer.
+        signal.signal(signal.SIGXCPU, signal.SIG_IGN)
+        raise LimitExceeded("cpu_seconds", f"CPU time limit of {limits.cpu_seconds:g} s exceeded")
+
+    return handler
+
+
+def _set_limits(limits: Limits) -> None:
+    cpu = max(1, int(limits.cpu_seconds + 0.999))
+    used = int(sum(resource.getrusage(resource.RUSAGE_SELF)[:2]))  # imports count too
+    resource.setrlimit(resource.RLIMIT_CPU, (used + cpu, used + cpu + 2))
+    mem = limits.memory_mb * 1024 * 1024
+    resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limits.max_file_bytes, limits.max_file_bytes))
+    resource.setrlimit(resource.RLIMIT_NOFILE, (limits.max_open_files, limits.max_open_files))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    signal.signal(signal.SIGXCPU, _on_xcpu(limits))
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails instead of killing
+
+
+def _drop_privileges() -> bool:
+    if os.geteuid() != 0:
+        return False
+    os.setgroups([])
+    os.setgid(NOBODY)
+    os.setuid(NOBODY)
+    return True
+
+
+# --- the run -------------------------------------------------------------------------------------
+
+
+def _answer(result: RunResult, out: Any) -> None:
+    out.write(json.dumps(result.to_dict()))
+    out.flush()
+
+
+def main() -> None:
+    real_stdout = sys.stdout
+    # Nothing but the answer may reach stdout; stray output of the worker goes to a buffer.
+    sys.stdout = io.StringIO()
+    job = json.loads(sys.stdin.read())
+    text, filename = job["text"], job["filename"]
+    limits = Limits.from_dict(job["limits"])
+    _preimport()
+    # Tracebacks and the recorder read the scenario's lines from linecache: it has no file.
+    linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
+    try:
+        code = compile_untrusted(text, filename)
+    except ScenarioSyntaxError as e:
+        _answer(RunResult(False, None, syntax_error(e, filename), filename=filename), real_stdout)
+        return
+    except SyntaxError as e:  # Python's own parser, before RestrictedPython's checks
+        _answer(RunResult(False, None, syntax_error(e, filename), filename=filename), real_stdout)
+        return
+    printer: dict[str, Callable[[str], None]] = {}
+    namespace = restricted_globals(lambda s: printer["sink"](s))
+    _install_tensor_guard(limits)
+    _set_limits(limits)
+    dropped = _drop_privileges()
+    os.chdir(".")
+    stderr = sys.stderr
+
+    def progress(n: int) -> None:
+        stderr.write(f"progress {n}\n")
+        stderr.flush()
+
+    try:
+        result = execute(
+            code,
+            namespace,
+            filename=filename,
+            text=text,
+            limits=limits,
+            on_progress=progress,
+            set_print=lambda sink: printer.__setitem__("sink", sink),
+        )
+    except LimitExceeded as e:  # hit outside the scenario's code (e.g. while serializing)
+        result = RunResult(False, None, RunError("LimitExceeded", str(e), filename, None, e.limit))
+    result.extra["privileges_dropped"] = dropped
+    try:
+        _answer(result, real_stdout)
+    except (MemoryError, LimitExceeded) as e:
+        # The trace itself was too big to serialize within the limits: answer without it.
+        small = RunResult(False, None, RunError("LimitExceeded", f"trace too large to return: {e}", None, None, "memory_mb"))
+        _answer(small, real_stdout)
+
+
+if __name__ == "__main__":
+    threading.current_thread().name = "autograd-lens-worker"
+    main()

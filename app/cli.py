@@ -1,0 +1,176 @@
+"""``autograd-lens``: trace scenarios from the command line.
+
+    autograd-lens scenarios                         list the bundled scenarios
+    autograd-lens trace SCENARIO [-o trace.json] [--format json|chrome] [--untrusted]
+    autograd-lens dot SCENARIO -o graph.dot|graph.svg [--untrusted]
+    autograd-lens serve                             the web app (not built yet)
+
+SCENARIO is a path to a Python file or the id (file stem) of a bundled scenario. A file runs in
+this process, like ``python file.py`` would; ``--untrusted`` runs it in the sandbox instead (the
+way the web app runs text it receives). The scenario's printed output goes to stderr, with a
+progress indicator (the number of events recorded) while a long run goes on.
+
+Exit codes: 0 success, 1 the scenario failed (the trace, up to the error, is still written),
+2 bad usage (unknown scenario, unknown format, the web app).
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import TextIO
+
+from app.runner import RunResult, list_scenarios, resolve_scenario, run_scenario
+from app.sandbox import Limits
+
+
+class Progress:
+    """``\\r``-updated event count on stderr, only on a terminal and only for runs over 0.5 s."""
+
+    def __init__(self, stream: TextIO, enabled: bool) -> None:
+        self.stream = stream
+        self.enabled = enabled
+        self.start = time.monotonic()
+        self.shown = False
+
+    def __call__(self, n: int) -> None:
+        if not self.enabled or time.monotonic() - self.start < 0.5:
+            return
+        self.stream.write(f"\rrecording... {n} events")
+        self.stream.flush()
+        self.shown = True
+
+    def done(self) -> None:
+        if self.shown:
+            self.stream.write("\r\033[K")
+            self.stream.flush()
+
+
+def _run(args: argparse.Namespace) -> RunResult | int:
+    try:
+        path = resolve_scenario(args.scenario)
+    except FileNotFoundError as e:
+        print(f"autograd-lens: {e}", file=sys.stderr)
+        return 2
+    progress = Progress(sys.stderr, sys.stderr.isatty() and not args.quiet)
+    limits = Limits(cpu_seconds=args.cpu_seconds, wall_seconds=args.wall_seconds)
+    try:
+        result = run_scenario(path, trusted=not args.untrusted, limits=limits, on_progress=progress)
+    finally:
+        progress.done()
+    if result.stdout and not args.quiet:
+        sys.stderr.write(result.stdout)
+    if result.error is not None:
+        print(f"autograd-lens: the scenario failed: {result.error}", file=sys.stderr)
+    return result
+
+
+def _write(text: str, output: str | None) -> None:
+    if output is None or output == "-":
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    else:
+        Path(output).write_text(text, encoding="utf-8")
+
+
+def cmd_trace(args: argparse.Namespace) -> int:
+    from engine.trace.export import to_chrome, to_json
+
+    result = _run(args)
+    if isinstance(result, int):
+        return result
+    if result.trace is None:
+        return 1
+    text = to_chrome(result.trace) if args.format == "chrome" else to_json(result.trace, indent=args.indent)
+    _write(text, args.output)
+    if args.output and args.output != "-" and not args.quiet:
+        n = len(result.trace.get("events", []))
+        print(f"wrote {n} events to {args.output} ({args.format})", file=sys.stderr)
+    return 0 if result.ok else 1
+
+
+def cmd_dot(args: argparse.Namespace) -> int:
+    from engine.trace.export import to_dot
+
+    out = Path(args.output)
+    if out.suffix not in (".dot", ".gv", ".svg"):
+        print("autograd-lens: dot -o must end in .dot, .gv or .svg", file=sys.stderr)
+        return 2
+    if out.suffix == ".svg" and shutil.which("dot") is None:
+        print("autograd-lens: rendering SVG needs Graphviz's `dot` (apt-get install graphviz)", file=sys.stderr)
+        return 2
+    result = _run(args)
+    if isinstance(result, int):
+        return result
+    if result.trace is None:
+        return 1
+    source = to_dot(result.trace).source
+    if out.suffix == ".svg":
+        done = subprocess.run(["dot", "-Tsvg"], input=source.encode(), capture_output=True, check=False)
+        if done.returncode != 0:
+            print(f"autograd-lens: dot failed: {done.stderr.decode(errors='replace')}", file=sys.stderr)
+            return 1
+        out.write_bytes(done.stdout)
+    else:
+        out.write_text(source, encoding="utf-8")
+    if not args.quiet:
+        print(f"wrote {out}", file=sys.stderr)
+    return 0 if result.ok else 1
+
+
+def cmd_scenarios(args: argparse.Namespace) -> int:
+    infos = list_scenarios()
+    width = max((len(s.id) for s in infos), default=0)
+    for s in infos:
+        print(f"{s.id:<{width}}  {s.title}")
+    return 0
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    print("autograd-lens: the web app is not built yet (it comes with issue 5)", file=sys.stderr)
+    return 2
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="autograd-lens", description="Trace PyTorch-style autograd and activation checkpointing."
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def run_options(p: argparse.ArgumentParser) -> None:
+        p.add_argument("scenario", metavar="SCENARIO", help="a Python file, or a bundled scenario's id")
+        p.add_argument("--untrusted", action="store_true", help="run in the sandbox (RestrictedPython, limits)")
+        p.add_argument("--cpu-seconds", type=float, default=Limits.cpu_seconds, help="sandbox CPU limit")
+        p.add_argument("--wall-seconds", type=float, default=Limits.wall_seconds, help="sandbox wall-clock limit")
+        p.add_argument("-q", "--quiet", action="store_true", help="no progress, no scenario output")
+
+    p_trace = sub.add_parser("trace", help="record a scenario's trace")
+    run_options(p_trace)
+    p_trace.add_argument("-o", "--output", help="output file (default: stdout)")
+    p_trace.add_argument("--format", choices=["json", "chrome"], default="json")
+    p_trace.add_argument("--indent", type=int, default=None, help="indent the JSON (json format)")
+    p_trace.set_defaults(func=cmd_trace)
+
+    p_dot = sub.add_parser("dot", help="the autograd graph of a scenario, as DOT or SVG")
+    run_options(p_dot)
+    p_dot.add_argument("-o", "--output", required=True, help="graph.dot or graph.svg")
+    p_dot.set_defaults(func=cmd_dot)
+
+    p_list = sub.add_parser("scenarios", help="list the bundled scenarios")
+    p_list.set_defaults(func=cmd_scenarios)
+
+    p_serve = sub.add_parser("serve", help="start the web app")
+    p_serve.set_defaults(func=cmd_serve)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return int(args.func(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,284 @@
+"""Running a scenario under ``engine.trace.record()``: its trace, or a clear error.
+
+- ``run_scenario(path_or_text, trusted=..., limits=...)``: the entry point of the CLI and the web
+  app. Trusted files (the bundled ``scenarios/``) run in this process with plain ``exec``;
+  anything else runs in the sandbox (``app/sandbox.py``): RestrictedPython in a limited worker.
+- ``execute(code, namespace, ...)``: what both paths share, the run itself (the worker calls it).
+- ``list_scenarios()`` / ``resolve_scenario(name)``: the bundled scenarios, by id (file stem).
+
+A scenario's ``print`` output is kept in ``RunResult.stdout`` and also recorded in the trace, as a
+``mark`` event per call (``label`` the printed text, ``stream: "stdout"``), so a viewer shows it
+at the step where it happened.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import contextlib
+import gc
+import json
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from types import CodeType, TracebackType
+from typing import Any
+
+from app.sandbox import PROJECT_ROOT, LimitExceeded, Limits, ScenarioSyntaxError
+
+SCENARIOS_DIR = PROJECT_ROOT / "scenarios"
+UNTRUSTED_FILENAME = "<scenario>"
+
+
+@dataclass
+class RunError:
+    """Why a run failed: the exception's type and message, and where in the scenario it came from.
+
+    ``file``/``line`` point into the scenario (the innermost frame of the scenario's own code),
+    or are ``None`` when the error is not tied to a line (a wall-clock timeout). ``limit`` names
+    the sandbox limit that was hit (a field of ``Limits``), if that is what happened.
+    """
+
+    type: str
+    message: str
+    file: str | None = None
+    line: int | None = None
+    limit: str | None = None
+
+    def __str__(self) -> str:
+        where = f"{self.file}:{self.line}: " if self.file and self.line else ""
+        return f"{where}{self.type}: {self.message}"
+
+
+@dataclass
+class RunResult:
+    """The outcome of a run. ``trace`` (the trace document, JSON-ready) is present whenever
+    recording started, also when the scenario failed: it then ends at the error."""
+
+    ok: bool
+    trace: dict[str, Any] | None
+    error: RunError | None = None
+    stdout: str = ""
+    filename: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RunResult:
+        err = data.get("error")
+        return cls(
+            ok=bool(data.get("ok")),
+            trace=data.get("trace"),
+            error=RunError(**err) if err else None,
+            stdout=data.get("stdout") or "",
+            filename=data.get("filename") or "",
+            extra=data.get("extra") or {},
+        )
+
+
+# --- the bundled scenarios -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ScenarioInfo:
+    id: str
+    title: str
+    description: str
+    path: Path
+
+
+def scenario_info(path: Path) -> ScenarioInfo:
+    """Title (first docstring line) and description (the rest), read without running the file."""
+    doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
+    title, _, rest = doc.partition("\n")
+    return ScenarioInfo(path.stem, title.strip() or path.stem, rest.strip(), path)
+
+
+def list_scenarios(directory: Path = SCENARIOS_DIR) -> list[ScenarioInfo]:
+    return [scenario_info(p) for p in sorted(directory.glob("*.py")) if not p.name.startswith("_")]
+
+
+def resolve_scenario(name: str | Path) -> Path:
+    """A path to an existing file, or the id (file stem) of a bundled scenario."""
+    path = Path(name)
+    if path.is_file():
+        return path.resolve()
+    bundled = SCENARIOS_DIR / f"{path.stem if path.suffix == '.py' else name}.py"
+    if isinstance(name, str) and "/" not in name and bundled.is_file():
+        return bundled
+    known = ", ".join(s.id for s in list_scenarios())
+    raise FileNotFoundError(f"no scenario file or bundled scenario named {str(name)!r} (bundled: {known})")
+
+
+def is_bundled(path: Path) -> bool:
+    return path.resolve().parent == SCENARIOS_DIR.resolve()
+
+
+# --- running -------------------------------------------------------------------------------------
+
+
+def run_scenario(
+    path_or_text: str | Path,
+    *,
+    trusted: bool,
+    limits: Limits | None = None,
+    on_progress: Callable[[int], None] | None = None,
+    filename: str | None = None,
+) -> RunResult:
+    """Run a scenario and return its trace, or the error that stopped it.
+
+    ``path_or_text``: a ``Path``, a string naming an existing file, or the scenario's text.
+    ``trusted``: run in this process (the bundled scenarios); otherwise in the sandbox.
+    ``on_progress(n)`` is called now and then with the number of events recorded so far.
+    Never raises for what the scenario does.
+    """
+    limits = limits or Limits()
+    if isinstance(path_or_text, Path) or ("\n" not in path_or_text and Path(path_or_text).is_file()):
+        path = Path(path_or_text).resolve()
+        text = path.read_text(encoding="utf-8")
+        filename = filename or display_name(path)
+    else:
+        text = str(path_or_text)
+        filename = filename or UNTRUSTED_FILENAME
+    if not trusted:
+        from app.sandbox import run_in_worker
+
+        data = run_in_worker(text, filename, limits, on_progress)
+        result = RunResult.from_dict(data)
+        result.filename = filename
+        return result
+    try:
+        code = compile(text, filename, "exec", dont_inherit=True)
+    except SyntaxError as e:
+        return RunResult(False, None, syntax_error(e, filename), filename=filename)
+    namespace = {"__name__": "__main__", "__file__": filename}
+    return execute(code, namespace, filename=filename, text=text, limits=limits, on_progress=on_progress)
+
+
+def display_name(path: Path) -> str:
+    """The file name a trace shows: relative to the project for its own files (so traces of the
+    bundled scenarios are the same on every machine), else absolute."""
+    try:
+        return str(path.resolve().relative_to(PROJECT_ROOT))
+    except ValueError:
+        return str(path.resolve())
+
+
+def syntax_error(e: SyntaxError, filename: str) -> RunError:
+    kind = "SyntaxError" if isinstance(e, ScenarioSyntaxError) else type(e).__name__
+    return RunError(kind, str(e.msg), filename, e.lineno)
+
+
+def error_of(exc: BaseException, filename: str) -> RunError:
+    """``RunError`` for an exception raised while a scenario ran: its innermost scenario line."""
+    line = None
+    tb: TracebackType | None = exc.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == filename:
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    if isinstance(exc, LimitExceeded):
+        return RunError("LimitExceeded", str(exc), filename, line, exc.limit)
+    if isinstance(exc, MemoryError):
+        return RunError("LimitExceeded", f"memory limit exceeded ({type(exc).__name__}: {exc})", filename, line, "memory_mb")
+    if isinstance(exc, RecursionError):
+        return RunError("RecursionError", str(exc), filename, line, None)
+    return RunError(type(exc).__name__, str(exc), filename, line)
+
+
+def execute(
+    code: CodeType,
+    namespace: dict[str, Any],
+    *,
+    filename: str,
+    text: str,
+    limits: Limits,
+    on_progress: Callable[[int], None] | None = None,
+    set_print: Callable[[Callable[[str], None]], None] | None = None,
+) -> RunResult:
+    """Run compiled scenario code under ``trace.record()``.
+
+    ``code`` was compiled from ``text`` under ``filename``: events point at its lines.
+    ``namespace`` is the module namespace (its ``__builtins__`` the restricted ones in the
+    sandbox). ``set_print(sink)`` installs the print sink there; by default ``print`` is replaced
+    in a copy of the real builtins. The cyclic garbage collector is off while the scenario runs:
+    every holder and tensor then dies by reference counting, at the same event in every run, which
+    keeps traces deterministic.
+    """
+    from engine import trace
+
+    printed: list[str] = []
+
+    def sink(text: str) -> None:
+        printed.append(text)
+        label = text.rstrip("\n")
+        if label:
+            trace.mark(label, stream="stdout")
+
+    if set_print is None:
+        scenario_builtins = dict(vars(builtins))
+        scenario_builtins["print"] = _make_print(sink)
+        namespace["__builtins__"] = scenario_builtins
+    else:
+        set_print(sink)
+    recorder = None
+    error: RunError | None = None
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        with trace.record(source_files={filename: text}) as recorder, _capped(recorder, limits, on_progress):
+            exec(code, namespace)
+    except BaseException as exc:  # noqa: BLE001 - whatever the scenario raises is its result
+        if isinstance(exc, KeyboardInterrupt) and threading.current_thread() is threading.main_thread():
+            raise
+        error = error_of(exc, filename)
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+    document = _document(recorder) if recorder is not None else None
+    return RunResult(error is None, document, error, "".join(printed), filename)
+
+
+def _document(recorder: Any) -> dict[str, Any]:
+    doc = recorder.to_json()
+    return dict(json.loads(doc) if isinstance(doc, str) else doc)
+
+
+def _make_print(sink: Callable[[str], None]) -> Callable[..., None]:
+    def scenario_print(*objects: Any, sep: str | None = " ", end: str | None = "\n", **_: Any) -> None:
+        sep = " " if sep is None else sep
+        end = "\n" if end is None else end
+        sink(sep.join(str(o) for o in objects) + end)
+
+    return scenario_print
+
+
+@contextlib.contextmanager
+def _capped(recorder: Any, limits: Limits, on_progress: Callable[[int], None] | None) -> Iterator[None]:
+    """Enforce ``limits.max_events`` on the recorder and report progress while the run goes on."""
+    recorder.set_event_limit(limits.max_events, lambda n: LimitExceeded("max_events", _events_message(n)))
+    stop = threading.Event()
+    ticker = None
+    if on_progress is not None:
+        # A polling thread: the recorder stays free of callbacks, and a long run reports its event
+        # count a few times a second.
+        def tick() -> None:
+            while not stop.wait(0.25):
+                on_progress(len(recorder.events))
+
+        ticker = threading.Thread(target=tick, name="autograd-lens-progress", daemon=True)
+        ticker.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        if ticker is not None:
+            ticker.join()
+            on_progress(len(recorder.events))  # type: ignore[misc]
+
+
+def _events_message(n: int) -> str:
+    return f"trace length limit of {n} events exceeded (max_events): recording stopped"

@@ -1,0 +1,542 @@
+"""Running untrusted scenario text: RestrictedPython in a separate, limited worker process.
+
+Defence in depth, from the outside in:
+
+1. **A separate process** (``python -m app._worker``) in its own session, so the parent can kill
+   it and everything it started with one ``killpg``. The parent enforces a wall-clock timeout
+   and a cap on the bytes it reads back, and never blocks on the child otherwise.
+2. **Resource limits** set in the worker before the scenario runs (``resource.setrlimit``): CPU
+   seconds, address space, file size 0, a handful of file descriptors, no core dumps.
+3. **No privileges**: when the worker starts as root it drops to ``nobody`` once its imports are
+   done (the interpreter lives under ``/root``, which ``nobody`` cannot read, so the drop cannot
+   happen before ``exec``). Its working directory is an empty temporary directory it cannot write.
+4. **RestrictedPython**: the text is compiled with ``compile_restricted`` (no names or attributes
+   starting with ``_`` except ``__init__``, no ``exec``/``eval``, no frame/code attributes), and
+   runs with guarded builtins: ``import`` of ``engine`` (and its public submodules) and ``math``
+   only; attribute reads refuse other modules, raw NumPy objects (``.numpy()``, ``.tofile``,
+   ``.dump``...) and the dangerous builtins.
+5. **Engine-level caps** installed by the worker: a maximum number of trace events and a maximum
+   tensor size, each a clear error naming the limit.
+
+``compile_untrusted`` and ``restricted_globals`` are used by the worker; ``run_in_worker`` is the
+parent side.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import json
+import math
+import operator
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from types import CodeType, ModuleType
+from typing import Any
+
+from RestrictedPython import RestrictingNodeTransformer, compile_restricted_exec, safe_builtins
+from RestrictedPython.Guards import guarded_iter_unpack_sequence, guarded_unpack_sequence
+from RestrictedPython.transformer import INSPECT_ATTRIBUTES, IOPERATOR_TO_STR, copy_locations
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one scenario run may use. Each limit, when hit, is an error that names it."""
+
+    cpu_seconds: float = 5.0  # RLIMIT_CPU of the worker (untrusted runs only)
+    wall_seconds: float = 15.0  # the parent kills the worker's process group after this
+    memory_mb: int = 512  # RLIMIT_AS of the worker, imports included (about 150 MB)
+    max_events: int = 200_000  # trace length; recording stops with an error beyond it
+    max_tensor_numel: int = 1_000_000  # elements of any one tensor a scenario creates
+    max_output_mb: int = 256  # bytes the parent accepts back from the worker
+    max_open_files: int = 16  # RLIMIT_NOFILE of the worker
+    max_file_bytes: int = 0  # RLIMIT_FSIZE of the worker: no file may grow
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Limits:
+        return cls(**{k: v for k, v in data.items() if k in cls.__dataclass_fields__})
+
+
+class LimitExceeded(BaseException):  # noqa: N818 - reads as "the CPU limit exceeded"
+    """A sandbox limit was hit. A ``BaseException``, so ``except Exception`` in a scenario
+    cannot swallow it; ``limit`` names the limit (``"cpu_seconds"``, ``"max_events"``...)."""
+
+    def __init__(self, limit: str, message: str) -> None:
+        super().__init__(message)
+        self.limit = limit
+
+
+# --- compiling -----------------------------------------------------------------------------------
+
+# Attribute names allowed although they start with "_": ``super().__init__()`` in an
+# ``nn.Module`` subclass. Reading a bound ``__init__`` gives nothing new (its dunders stay closed).
+ALLOWED_DUNDER_ATTRS = frozenset({"__init__"})
+
+
+class _ScenarioTransformer(RestrictingNodeTransformer):
+    """RestrictedPython's policy, plus reading ``x.__init__`` (through ``_getattr_``)."""
+
+    def visit_Attribute(self, node: ast.Attribute) -> Any:  # noqa: N802 - ast.NodeVisitor's name
+        if node.attr not in ALLOWED_DUNDER_ATTRS:
+            return super().visit_Attribute(node)
+        if not isinstance(node.ctx, ast.Load):
+            self.error(node, f'"{node.attr}" can be read but not assigned or deleted.')
+            return node
+        node = self.node_contents_visit(node)
+        call = ast.Call(
+            func=ast.Name("_getattr_", ast.Load()), args=[node.value, ast.Constant(node.attr)], keywords=[]
+        )
+        copy_locations(call, node)
+        return call
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> Any:  # noqa: N802
+        """``obj.attr += v`` and ``obj[key] += v`` (common in PyTorch code: ``self.count += 1``),
+        which RestrictedPython refuses: rewritten as ``_aug_attr_(_write_(obj), "attr", "+=", v)``
+        and ``_aug_item_(_write_(obj), key, "+=", v)``, guarded like a read then a write."""
+        if isinstance(node.target, ast.Name):
+            return super().visit_AugAssign(node)
+        node = self.node_contents_visit(node)  # checks the names; target.value becomes _write_(obj)
+        op = ast.Constant(IOPERATOR_TO_STR[type(node.op)])
+        target = node.target
+        if isinstance(target, ast.Attribute):
+            args = [target.value, ast.Constant(target.attr), op, node.value]
+            func = "_aug_attr_"
+        elif isinstance(target, ast.Subscript):
+            args = [target.value, _as_expression(target.slice), op, node.value]
+            func = "_aug_item_"
+        else:  # pragma: no cover - Name, Attribute and Subscript are the only targets
+            raise NotImplementedError(type(target).__name__)
+        call = ast.Expr(ast.Call(func=ast.Name(func, ast.Load()), args=args, keywords=[]))
+        copy_locations(call, node)
+        ast.fix_missing_locations(call)
+        return call
+
+
+def _as_expression(index: ast.expr) -> ast.expr:
+    """A subscript's index as a value: ``a:b`` becomes ``slice(a, b, None)``."""
+    if isinstance(index, ast.Slice):
+        parts = [p if p is not None else ast.Constant(None) for p in (index.lower, index.upper, index.step)]
+        return ast.Call(func=ast.Name("slice", ast.Load()), args=parts, keywords=[])
+    if isinstance(index, ast.Tuple):
+        return ast.Tuple(elts=[_as_expression(e) for e in index.elts], ctx=ast.Load())
+    return index
+
+
+class ScenarioSyntaxError(SyntaxError):
+    """The text does not compile, or uses what the sandbox forbids; ``lineno`` is the first one."""
+
+
+def compile_untrusted(text: str, filename: str) -> CodeType:
+    """Compile scenario text under RestrictedPython, or raise ``ScenarioSyntaxError``."""
+    result = compile_restricted_exec(text, filename=filename, policy=_ScenarioTransformer)
+    if result.errors or result.code is None:
+        first = result.errors[0] if result.errors else "the scenario does not compile"
+        line = _line_of(first)
+        msg = "; ".join(_strip_line_prefix(e) for e in result.errors) or first
+        raise ScenarioSyntaxError(msg, (filename, line, 0, _source_line(text, line)))
+    return result.code
+
+
+def _line_of(error: str) -> int | None:
+    # RestrictedPython reports "Line 3: ..." (its own checks) or "Line 3: SyntaxError: ... at
+    # statement: ..." (Python's parser).
+    if error.startswith("Line "):
+        head = error[5:].split(":", 1)[0]
+        if head.isdigit():
+            return int(head)
+    return None
+
+
+def _strip_line_prefix(error: str) -> str:
+    return error.split(": ", 1)[1] if _line_of(error) is not None else error
+
+
+def _source_line(text: str, line: int | None) -> str | None:
+    lines = text.splitlines()
+    return lines[line - 1] if line and 0 < line <= len(lines) else None
+
+
+# --- the guards ----------------------------------------------------------------------------------
+
+# Attributes refused on any object: NumPy escape hatches (raw arrays, files, raw memory) and the
+# frame/code attributes RestrictedPython already refuses at compile time (again for getattr()).
+DENIED_ATTRS = frozenset(
+    {"numpy", "tofile", "dump", "dumps", "tobytes", "ctypes", "data_as", "from_numpy", "save", "load"}
+) | frozenset(INSPECT_ATTRIBUTES)
+
+_ALLOWED_MODULES = ("engine", "math")
+# Where the functions and classes a scenario reaches may come from. An allowlist: engine modules
+# import helpers (``inspect``, ``importlib``, ``typing.get_type_hints``, ``operator.attrgetter``...)
+# that would open a way around the guards if a scenario could call them.
+_ALLOWED_ORIGINS = frozenset({"engine", "math", "builtins", "__scenario__"})
+# Builtins no scenario may reach, even through an engine module that happens to hold one.
+_DANGEROUS_BUILTINS = frozenset(
+    id(getattr(builtins, name))
+    for name in (
+        "open", "eval", "exec", "compile", "__import__", "globals", "locals", "vars", "breakpoint",
+        "input", "getattr", "setattr", "delattr", "hasattr", "memoryview", "help", "exit", "quit", "dir",
+        "type", "object",
+    )
+    if hasattr(builtins, name)
+)  # fmt: skip
+
+
+def _module_allowed(name: str) -> bool:
+    parts = name.split(".")
+    if parts[0] not in _ALLOWED_MODULES:
+        return False
+    return not any(p.startswith("_") for p in parts[1:])
+
+
+def _origin(value: Any) -> str:
+    """The top-level module a value comes from: its own for classes and functions, else its type's."""
+    if isinstance(value, type) or callable(value):
+        mod = getattr(value, "__module__", None)
+        if isinstance(mod, str):
+            return mod.split(".")[0]
+    return type(value).__module__.split(".")[0]
+
+
+def _is_numpy(value: Any) -> bool:
+    return type(value).__module__.split(".")[0] == "numpy" or (
+        isinstance(value, type) and value.__module__.split(".")[0] == "numpy"
+    )
+
+
+def check_value(value: Any, what: str) -> Any:
+    """Refuse values a scenario must not hold: other modules, NumPy objects, dangerous callables."""
+    if isinstance(value, ModuleType):
+        if not _module_allowed(value.__name__):
+            raise ImportError(f"{what}: module '{value.__name__}' is not available in a scenario")
+        return value
+    if _is_numpy(value):
+        raise AttributeError(f"{what}: raw NumPy objects are not available in a scenario; use tensors")
+    if id(value) in _DANGEROUS_BUILTINS:
+        raise AttributeError(f"{what}: '{getattr(value, '__name__', value)}' is not available in a scenario")
+    if (isinstance(value, type) or callable(value)) and _origin(value) not in _ALLOWED_ORIGINS:
+        raise AttributeError(f"{what}: objects from '{_origin(value)}' are not available in a scenario")
+    return value
+
+
+def _check_name(name: Any) -> str:
+    if not isinstance(name, str):
+        raise TypeError(f"attribute name must be a string, not {type(name).__name__}")
+    if name.startswith("_") and name not in ALLOWED_DUNDER_ATTRS:
+        raise AttributeError(f'"{name}" is an invalid attribute name because it starts with "_"')
+    if name in DENIED_ATTRS:
+        raise AttributeError(f'"{name}" is not available in a scenario')
+    return name
+
+
+def guarded_getattr(obj: Any, name: Any, *default: Any) -> Any:
+    """``_getattr_`` and the ``getattr`` builtin of a scenario."""
+    name = _check_name(name)
+    if _is_numpy(obj):
+        raise AttributeError("raw NumPy objects are not available in a scenario; use tensors")
+    if isinstance(obj, str) and name in ("format", "format_map"):
+        # str.format reaches attributes by name ("{0.__class__}"), past every other guard.
+        raise AttributeError("str.format is not available in a scenario; use f-strings or %")
+    value = getattr(obj, name, *default)
+    return check_value(value, f"{type(obj).__name__}.{name}")
+
+
+def guarded_hasattr(obj: Any, name: Any) -> bool:
+    try:
+        guarded_getattr(obj, name)
+    except (AttributeError, ImportError):
+        return False
+    return True
+
+
+def _writable(obj: Any) -> Any:
+    """``_write_``: attribute and item assignment. Modules, classes not defined by the scenario
+    and NumPy objects are read-only; names starting with "_" were refused at compile time."""
+    if isinstance(obj, ModuleType) or _is_numpy(obj):
+        raise TypeError(f"a scenario cannot modify {type(obj).__name__} objects")
+    if isinstance(obj, type) and obj.__module__ != SCENARIO_MODULE:
+        raise TypeError(f"a scenario cannot modify the class {obj.__name__}")
+    return obj
+
+
+def guarded_setattr(obj: Any, name: Any, value: Any) -> None:
+    setattr(_writable(obj), _check_name(name), value)
+
+
+def guarded_delattr(obj: Any, name: Any) -> None:
+    delattr(_writable(obj), _check_name(name))
+
+
+def guarded_getitem(obj: Any, key: Any) -> Any:
+    if isinstance(obj, ModuleType) or _is_numpy(obj):
+        raise TypeError(f"a scenario cannot index {type(obj).__name__} objects")
+    return obj[key]
+
+
+def guarded_type(obj: Any) -> type:
+    # One argument only: the three-argument form builds classes from a dict, dunders included.
+    return type(obj)
+
+
+def guarded_import(
+    name: str, globals: Any = None, locals: Any = None, fromlist: Any = (), level: int = 0
+) -> ModuleType:
+    """``import engine``, ``from engine.utils.checkpoint import checkpoint``, ``import math``."""
+    if level != 0:
+        raise ImportError("relative imports are not available in a scenario")
+    if not _module_allowed(name):
+        raise ImportError(f"import of '{name}' is not allowed: a scenario may import engine and math only")
+    module = builtins.__import__(name, globals, locals, fromlist or (), 0)
+    for item in fromlist or ():
+        # ``from m import x`` reads x with a plain getattr, past ``_getattr_``: check it here.
+        if item == "*":
+            raise ImportError("'from ... import *' is not available in a scenario")
+        _check_name(item)
+        check_value(getattr(module, item), f"from {name} import {item}")
+    return module
+
+
+_INPLACE_OPS: dict[str, Callable[[Any, Any], Any]] = {
+    "+=": operator.iadd, "-=": operator.isub, "*=": operator.imul, "/=": operator.itruediv,
+    "//=": operator.ifloordiv, "%=": operator.imod, "**=": operator.ipow, "@=": operator.imatmul,
+    "<<=": operator.ilshift, ">>=": operator.irshift, "&=": operator.iand, "|=": operator.ior,
+    "^=": operator.ixor,
+}  # fmt: skip
+
+
+def inplacevar(op: str, x: Any, y: Any) -> Any:
+    """``_inplacevar_``: ``x += y`` on a plain name."""
+    return _INPLACE_OPS[op](x, y)
+
+
+def aug_attr(obj: Any, name: str, op: str, value: Any) -> None:
+    """``_aug_attr_``: ``obj.name op= value`` (``obj`` already through ``_write_``)."""
+    guarded_setattr(obj, name, _INPLACE_OPS[op](guarded_getattr(obj, name), value))
+
+
+def aug_item(obj: Any, key: Any, op: str, value: Any) -> None:
+    """``_aug_item_``: ``obj[key] op= value`` (``obj`` already through ``_write_``)."""
+    obj[key] = _INPLACE_OPS[op](guarded_getitem(obj, key), value)
+
+
+class PrintCollector:
+    """``_print_``: RestrictedPython routes ``print(...)`` here; each line goes to ``sink``."""
+
+    sink: Callable[[str], None] = staticmethod(lambda text: None)
+
+    def __init__(self, _getattr_: Any = None) -> None:
+        self.parts: list[str] = []
+
+    def write(self, text: str) -> None:
+        self.parts.append(text)
+
+    def __call__(self) -> str:  # the value of ``printed``
+        return "".join(self.parts)
+
+    def _call_print(self, *objects: Any, **kwargs: Any) -> None:
+        sep = kwargs.get("sep", " ")
+        end = kwargs.get("end", "\n")
+        sep = " " if sep is None else str(sep)
+        end = "\n" if end is None else str(end)
+        text = sep.join(str(o) for o in objects) + end
+        self.parts.append(text)
+        type(self).sink(text)
+
+
+SCENARIO_MODULE = "__scenario__"
+
+_EXTRA_BUILTINS: dict[str, Any] = {
+    name: getattr(builtins, name)
+    for name in (
+        "all", "any", "dict", "enumerate", "filter", "frozenset", "iter", "list", "map", "max", "min",
+        "next", "object", "property", "reversed", "set", "sorted", "staticmethod", "classmethod", "sum",
+        "super", "tuple", "zip", "NotImplemented", "StopIteration",
+    )
+}  # fmt: skip
+
+
+def restricted_globals(print_sink: Callable[[str], None]) -> dict[str, Any]:
+    """The globals a restricted scenario runs with. ``print_sink`` receives each printed text."""
+    collector = type("ScenarioPrint", (PrintCollector,), {"sink": staticmethod(print_sink)})
+    scenario_builtins = dict(safe_builtins)
+    scenario_builtins.update(_EXTRA_BUILTINS)
+    scenario_builtins.update(
+        {
+            "__import__": guarded_import,
+            "getattr": guarded_getattr,
+            "hasattr": guarded_hasattr,
+            "setattr": guarded_setattr,
+            "delattr": guarded_delattr,
+            "type": guarded_type,
+            "math": math,
+        }
+    )
+    scenario_builtins.pop("_getattr_", None)
+    return {
+        "__builtins__": scenario_builtins,
+        "__name__": SCENARIO_MODULE,
+        "__metaclass__": type,
+        "_getattr_": guarded_getattr,
+        "_getitem_": guarded_getitem,
+        "_write_": _writable,
+        "_getiter_": iter,
+        "_iter_unpack_sequence_": guarded_iter_unpack_sequence,
+        "_unpack_sequence_": guarded_unpack_sequence,
+        "_inplacevar_": inplacevar,
+        "_aug_attr_": aug_attr,
+        "_aug_item_": aug_item,
+        "_apply_": lambda f, *a, **kw: f(*a, **kw),
+        "_print_": collector,
+    }
+
+
+# --- the parent side -----------------------------------------------------------------------------
+
+
+def _worker_env(workdir: str) -> dict[str, str]:
+    # A minimal environment: no secrets inherited, one BLAS thread (threads cost address space).
+    return {
+        "PATH": "/usr/bin:/bin",
+        "PYTHONPATH": str(PROJECT_ROOT),
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONHASHSEED": "0",
+        "PYTHONIOENCODING": "utf-8",
+        "HOME": workdir,
+        "TMPDIR": workdir,
+        "LANG": "C.UTF-8",
+        "OPENBLAS_NUM_THREADS": "1",
+        "OMP_NUM_THREADS": "1",
+        "MKL_NUM_THREADS": "1",
+    }
+
+
+def _limit_error(limit: str, message: str) -> dict[str, Any]:
+    return {"ok": False, "trace": None, "stdout": "", "error": _error_dict("LimitExceeded", message, limit)}
+
+
+def _error_dict(type_: str, message: str, limit: str | None = None) -> dict[str, Any]:
+    return {"type": type_, "message": message, "file": None, "line": None, "limit": limit}
+
+
+def run_in_worker(
+    text: str,
+    filename: str,
+    limits: Limits,
+    on_progress: Callable[[int], None] | None = None,
+) -> dict[str, Any]:
+    """Run scenario text in a fresh worker process; return ``RunResult.to_dict()``'s shape.
+
+    Never raises for anything the scenario does and never waits longer than
+    ``limits.wall_seconds`` (plus the time to kill and reap the worker).
+    """
+    job = json.dumps({"text": text, "filename": filename, "limits": limits.to_dict()}).encode()
+    max_out = limits.max_output_mb * 1024 * 1024
+    with tempfile.TemporaryDirectory(prefix="autograd-lens-") as workdir:
+        os.chmod(workdir, 0o755)  # the worker may enter it; as nobody it cannot write to it
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "app._worker"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=workdir,
+            env=_worker_env(workdir),
+            start_new_session=True,  # its own process group: killpg takes everything it started
+            close_fds=True,
+        )
+        out = bytearray()
+        err_tail: list[str] = []
+        overflow = threading.Event()
+
+        def read_stdout() -> None:
+            assert proc.stdout is not None
+            while chunk := proc.stdout.read(1 << 16):
+                if len(out) + len(chunk) > max_out:
+                    overflow.set()
+                    _kill(proc)
+                    return
+                out.extend(chunk)
+
+        def read_stderr() -> None:
+            # Progress lines ("progress N") are the worker's heartbeat; the rest is kept for errors.
+            assert proc.stderr is not None
+            for raw in proc.stderr:
+                line = raw.decode("utf-8", "replace").rstrip("\n")
+                if line.startswith("progress ") and line[9:].isdigit():
+                    if on_progress is not None:
+                        on_progress(int(line[9:]))
+                    continue
+                err_tail.append(line)
+                del err_tail[:-40]
+
+        readers = [threading.Thread(target=read_stdout, daemon=True), threading.Thread(target=read_stderr, daemon=True)]
+        for t in readers:
+            t.start()
+        timed_out = False
+        try:
+            assert proc.stdin is not None
+            proc.stdin.write(job)
+            proc.stdin.close()
+        except BrokenPipeError:  # the worker died before reading its job; its exit code says why
+            pass
+        try:
+            proc.wait(timeout=limits.wall_seconds)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            _kill(proc)
+            proc.wait()
+        for t in readers:
+            t.join(timeout=5)
+    return _outcome(proc.returncode, bytes(out), err_tail, limits, timed_out, overflow.is_set())
+
+
+def _kill(proc: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:  # already gone
+        pass
+
+
+def _outcome(
+    rc: int, out: bytes, err_tail: list[str], limits: Limits, timed_out: bool, overflow: bool
+) -> dict[str, Any]:
+    if timed_out:
+        return _limit_error("wall_seconds", f"wall-clock time limit of {limits.wall_seconds:g} s exceeded")
+    if overflow:
+        return _limit_error("max_output_mb", f"output size limit of {limits.max_output_mb} MB exceeded")
+    if rc == 0:
+        try:
+            result = json.loads(out)
+        except ValueError:
+            return {
+                "ok": False,
+                "trace": None,
+                "stdout": "",
+                "error": _error_dict("WorkerError", "the worker's answer is not valid JSON"),
+            }
+        if isinstance(result, dict) and "ok" in result:
+            return result
+    if rc in (-signal.SIGXCPU, -signal.SIGKILL):
+        # SIGKILL without our timeout: the kernel at the hard CPU limit (the worker catches the soft
+        # one itself), or the OOM killer.
+        return _limit_error("cpu_seconds", f"CPU time limit of {limits.cpu_seconds:g} s exceeded")
+    if rc == -signal.SIGXFSZ:
+        return _limit_error("max_file_bytes", f"file size limit of {limits.max_file_bytes} bytes exceeded")
+    detail = "\n".join(err_tail[-10:])
+    why = f"signal {signal.Signals(-rc).name}" if rc < 0 else f"exit code {rc}"
+    return {
+        "ok": False,
+        "trace": None,
+        "stdout": "",
+        "error": _error_dict("WorkerError", f"the scenario worker died ({why})" + (f":\n{detail}" if detail else "")),
+    }

@@ -1,0 +1,548 @@
+"""The recorder's bookkeeping: ids, the fields every event carries, memory, variable names.
+
+``engine/trace/_kinds.py`` builds on this one handler per event kind; ``record.py`` is the public
+face. Nothing here keeps an engine object alive: tensors, nodes, frames and holders are known
+through weak references, whose callbacks emit ``tensor_free``, ``node_free``, ``frame_gc`` and
+``holder_gc``.
+
+Note [Trace ids and ordering]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+Tensors, nodes, frames, holders and storages get small integer ids, each kind counting from 0 in
+the order their first event is emitted, so the same run gives the same ids whatever Python's
+``id()`` values are. Graph-task ids (a process-wide counter in the engine) are mapped the same
+way, in order of appearance; a checkpoint's temporary gid (an unpack outside backward: a random
+uuid) becomes ``"tmp<n>"`` and a ``GraphExecGroup`` ``"group<n>"``.
+
+A tensor is registered when it is created (``_init_tensor``) but its ``tensor_new`` is emitted
+just before the next event, because only then are its ``grad_fn`` and ``requires_grad`` set (an
+op sets them after its kernel returns). It keeps the ``src``, ``phase`` and ``gid`` of its
+creation. A tensor that dies before any other event (a temporary inside one op) is never shown,
+and a Python number wrapped as a tensor (``x * 2.0``) is never shown either. An engine object
+an event refers to but that was created before recording started (or by a path with no
+emission) gets its ``*_new`` event on the spot, with ``"pre_existing": true``.
+
+Note [Re-entrant emission]
+~~~~~~~~~~~~~~~~~~~~~~~~~~
+Weak-reference callbacks run whenever an object dies, which includes the middle of the
+recorder's own work (the cyclic garbage collector may run at any allocation). An emission that
+arrives while another is being handled is queued and handled right after it, so events are
+never interleaved and ``seq`` stays contiguous.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+import weakref
+from collections import deque
+from collections.abc import Callable
+from types import FrameType
+from typing import Any
+
+# An event, JSON-ready.
+Event = dict[str, Any]
+
+
+class _Storages:
+    """Bytes of distinct storages in one memory category: a storage counts once, however many
+    tensors (views, detached aliases, re-linked saved outputs) reference it."""
+
+    __slots__ = ("refs", "sizes", "total")
+
+    def __init__(self) -> None:
+        self.refs: dict[int, int] = {}
+        self.sizes: dict[int, int] = {}
+        self.total = 0
+
+    def add(self, key: int, nbytes: int) -> bool:
+        """Count one more reference; True if the storage is new to the category."""
+        n = self.refs.get(key, 0)
+        self.refs[key] = n + 1
+        if n == 0:
+            self.sizes[key] = nbytes
+            self.total += nbytes
+        return n == 0
+
+    def remove(self, key: int) -> bool:
+        """Drop one reference; True if it was the storage's last."""
+        n = self.refs.get(key, 0)
+        if n <= 1:
+            if n == 1:
+                del self.refs[key]
+                self.total -= self.sizes.pop(key)
+            return True
+        self.refs[key] = n - 1
+        return False
+
+
+class TensorEntry:
+    __slots__ = ("event", "gid", "key", "line", "phase", "ref", "scope", "skey", "src", "tid", "tries")
+
+    def __init__(self) -> None:
+        self.tid: int | None = None  # None until its tensor_new is emitted
+        self.ref: weakref.ref[Any] | None = None
+        self.key = 0  # id() of the tensor, the registry key
+        self.skey = 0  # id() of the root ndarray of its storage
+        self.event: Event | None = None
+        self.src: dict[str, Any] | None = None
+        self.phase = "forward"
+        self.gid: Any = None
+        self.scope = 0  # id() of the recorded Python frame that created it (for its name)
+        self.line = 0
+        self.tries = 0
+
+
+class NodeEntry:
+    __slots__ = ("key", "nid", "ref", "saved", "was_saved")
+
+    def __init__(self, nid: int, key: int) -> None:
+        self.nid = nid
+        self.key = key
+        self.ref: weakref.ref[Any] | None = None
+        self.saved: list[int] = []  # storage keys of the tensors its SavedVariables hold
+        self.was_saved = False
+
+
+class FrameEntry:
+    __slots__ = ("fid", "key", "label", "ref")
+
+    def __init__(self, fid: int, key: int, label: str) -> None:
+        self.fid = fid
+        self.key = key
+        self.label = label
+        self.ref: weakref.ref[Any] | None = None
+
+
+class HolderEntry:
+    __slots__ = ("fid", "hid", "index", "key", "nid", "recomputed", "ref", "slot")
+
+    def __init__(self, hid: int, key: int, fid: int | None, index: int | None) -> None:
+        self.hid = hid
+        self.key = key
+        self.fid = fid
+        self.index = index
+        self.nid: int | None = None
+        self.slot: str | None = None
+        self.ref: weakref.ref[Any] | None = None
+        # hook gid -> storage key of the tensor stored for this holder in frame.recomputed[gid]
+        self.recomputed: dict[Any, int] = {}
+
+
+class RecorderCore:
+    """Registries and common fields; see Note [Trace ids and ordering]."""
+
+    def __init__(self, events: list[Event], files: dict[str, str]) -> None:
+        from engine._C import _tls
+        from engine._tensor import Tensor, _storage_root
+
+        self._tls = _tls
+        self._Tensor = Tensor
+        self._storage_root = _storage_root
+        self.events = events
+        self._files = files  # co_filename -> the name used in src
+        self._t0 = time.monotonic_ns()
+        self._thread = threading.get_ident()
+        self.closed = False
+        self._busy = False
+        self._deferred: deque[tuple[str, dict[str, Any]]] = deque()
+        self._limit: int | None = None
+        self._make_limit_error: Callable[[int], BaseException] | None = None
+        self.truncated = False
+        self._limit_raised = False
+        # registries, keyed by id() of the live object; see Note [Trace ids and ordering]
+        self._tensors: dict[int, TensorEntry] = {}
+        self._pending: list[TensorEntry] = []
+        self._nodes: dict[int, NodeEntry] = {}
+        self._frames: dict[int, FrameEntry] = {}
+        self._holders: dict[int, HolderEntry] = {}
+        self._n_tensors = self._n_nodes = self._n_frames = self._n_holders = 0
+        self._storage_ids: dict[int, int] = {}
+        self._n_storages = 0
+        self._task_gids: dict[int, int] = {}
+        self._other_gids: dict[Any, str] = {}
+        # memory, see the ``mem`` field in docs/trace.md
+        self.live = _Storages()
+        self.saved = _Storages()
+        self.recomputed = _Storages()
+        # names: scope id -> tensors created there and not yet named; module namespaces seen
+        self._unnamed: dict[int, list[TensorEntry]] = {}
+        self._scopes: dict[int, dict[str, Any]] = {}
+        # run state mirrored from the events (the hooks stack, recomputations, backward calls)
+        self.hooks: list[dict[str, Any]] = []
+        self.recomputing: list[tuple[int | None, Any]] = []  # (frame, hook gid)
+        self.tasks: list[int] = []  # raw graph-task ids from backward_start to backward_end
+
+    # --- entry points ---------------------------------------------------------------------------
+
+    def sink(self, kind: str, fields: dict[str, Any]) -> None:
+        """What ``emit.emit`` calls. Events from other threads are ignored."""
+        if self.closed or threading.get_ident() != self._thread:
+            return
+        self._receive(kind, fields)
+        if self.truncated and not self._limit_raised:
+            self._limit_raised = True
+            assert self._make_limit_error is not None and self._limit is not None
+            raise self._make_limit_error(self._limit)
+
+    def _receive(self, kind: str, fields: dict[str, Any]) -> None:
+        # See Note [Re-entrant emission].
+        if self.truncated:
+            return
+        if self._busy:
+            self._deferred.append((kind, fields))
+            return
+        self._busy = True
+        try:
+            self._handle(kind, fields)
+            while self._deferred:
+                self._handle(*self._deferred.popleft())
+        finally:
+            self._busy = False
+
+    def _handle(self, kind: str, fields: dict[str, Any]) -> None:
+        if kind == "tensor_new":
+            self._register_tensor(fields["tensor"])
+            return
+        self.flush()
+        handler = getattr(self, "_k_" + kind, None)
+        if handler is None:
+            raise ValueError(f"engine.trace: unknown event kind {kind!r}")
+        handler(fields)
+
+    def _dead(self, kind: str, entry: Any) -> None:
+        """A weak-reference callback: the object behind ``entry`` was freed."""
+        if not self.closed:
+            self._receive(kind, {"entry": entry})
+
+    def set_event_limit(self, limit: int | None, make_error: Callable[[int], BaseException]) -> None:
+        self._limit = limit
+        self._make_limit_error = make_error
+
+    # --- common fields --------------------------------------------------------------------------
+
+    def where(self) -> tuple[FrameType | None, dict[str, Any] | None]:
+        """The innermost Python frame running a recorded source file, and its ``src``."""
+        f: FrameType | None = sys._getframe(1)
+        files = self._files
+        while f is not None:
+            name = files.get(f.f_code.co_filename)
+            if name is not None:
+                if f.f_code.co_name == "<module>":
+                    self._scopes.setdefault(id(f.f_globals), f.f_globals)
+                return f, {"file": name, "line": f.f_lineno}
+            f = f.f_back
+        return None, None
+
+    def phase(self) -> str:
+        # A recomputation wins over the backward that triggered it.
+        if self.recomputing:
+            return "recompute"
+        if self.tasks or self._tls.graph_task is not None:
+            return "backward"
+        return "forward"
+
+    def gid(self) -> int | None:
+        """The graph task running, from its backward_start to its backward_end (the engine sets
+        ``_current_graph_task_id()`` only around each node; the setup of a backward counts too)."""
+        if self.tasks:
+            return self.task_gid(self.tasks[-1])
+        task = self._tls.graph_task
+        return None if task is None else self.task_gid(task.id)
+
+    def task_gid(self, raw: int) -> int:
+        gid = self._task_gids.get(raw)
+        if gid is None:
+            gid = self._task_gids[raw] = len(self._task_gids)
+        return gid
+
+    def hook_gid(self, raw: Any) -> int | str | None:
+        """The gid a checkpoint hook uses: a graph task's, a temporary one, or a group's."""
+        if raw is None:
+            return None
+        if isinstance(raw, int) and (raw in self._task_gids or raw < 2**62):
+            return self.task_gid(raw)
+        gid = self._other_gids.get(raw)
+        if gid is None:
+            prefix = "tmp" if isinstance(raw, int) else "group"
+            gid = self._other_gids[raw] = f"{prefix}{len(self._other_gids)}"
+        return gid
+
+    def mem(self) -> dict[str, int]:
+        return {"live": self.live.total, "saved": self.saved.total, "recomputed": self.recomputed.total}
+
+    def append(
+        self,
+        kind: str,
+        fields: dict[str, Any],
+        *,
+        src: Any = ...,
+        phase: str | None = None,
+        gid: Any = ...,
+    ) -> Event:
+        """Emit one event: the common fields (seq, t_ns, phase, gid, src, mem) and ``fields``."""
+        frame = None
+        if src is ...:
+            frame, src = self.where()
+        event: Event = {
+            "seq": len(self.events),
+            "kind": kind,
+            "t_ns": time.monotonic_ns() - self._t0,
+            "phase": phase or self.phase(),
+            "gid": self.gid() if gid is ... else gid,
+            "src": src,
+        }
+        event.update(fields)
+        event["mem"] = self.mem()
+        self.events.append(event)
+        if frame is not None and self._unnamed:
+            self._resolve_names(frame)
+        if self._limit is not None and len(self.events) >= self._limit:
+            self.truncated = True
+        return event
+
+    # --- tensors --------------------------------------------------------------------------------
+
+    def _register_tensor(self, t: Any) -> TensorEntry:
+        entry = TensorEntry()
+        entry.key = id(t)
+        entry.ref = weakref.ref(t, lambda _, e=entry: self._dead("tensor_free", e))
+        frame, entry.src = self.where()
+        if frame is not None:
+            entry.scope, entry.line = id(frame), frame.f_lineno
+        entry.phase, entry.gid = self.phase(), self.gid()
+        self._tensors[entry.key] = entry
+        self._pending.append(entry)
+        return entry
+
+    def flush(self) -> None:
+        """Emit the tensor_new of every tensor created since the last event (Note [Trace ids
+        and ordering])."""
+        while self._pending:
+            pending, self._pending = self._pending, []
+            for entry in pending:
+                t = entry.ref() if entry.ref is not None else None
+                if t is None or entry.tid is not None:
+                    continue
+                if t._wrapped_number:
+                    self._forget(entry)
+                    continue
+                self._tensor_new(t, entry)
+
+    def _forget(self, entry: TensorEntry) -> None:
+        if self._tensors.get(entry.key) is entry:
+            del self._tensors[entry.key]
+        entry.ref = None  # its callback can no longer fire
+
+    def _tensor_new(self, t: Any, entry: TensorEntry, pre_existing: bool = False) -> None:
+        entry.tid = self._n_tensors
+        self._n_tensors += 1
+        root = self._storage_root(t._data)
+        entry.skey = id(root)
+        if self.live.add(entry.skey, int(root.nbytes)):
+            self._storage_ids[entry.skey] = self._n_storages
+            self._n_storages += 1
+        view = t._view
+        fields: dict[str, Any] = {
+            "tensor": entry.tid,
+            "shape": list(t._data.shape),
+            "dtype": t._dtype.name,
+            "nbytes": int(t._data.nbytes),
+            "requires_grad": bool(t.requires_grad),
+            # Read without ``t.is_leaf``/``t.grad_fn``: on a stale view they rebuild its grad_fn.
+            "is_leaf": t._grad_fn is None,
+            "node": self.nid(t._grad_fn),
+            "output_nr": t._output_nr,
+            "base": self.tid(view.base) if view is not None else None,
+            "storage": self._storage_ids[entry.skey],
+            "storage_nbytes": int(root.nbytes),
+            "version": t._version_counter.version,
+            "name": None,
+        }
+        if pre_existing:
+            fields["pre_existing"] = True
+        entry.event = self.append("tensor_new", fields, src=entry.src, phase=entry.phase, gid=entry.gid)
+        if entry.scope:
+            self._unnamed.setdefault(entry.scope, []).append(entry)
+
+    def tid(self, t: Any) -> int | None:
+        """The id of a tensor (None for None and for wrapped Python numbers)."""
+        if t is None:
+            return None
+        entry = self._tensors.get(id(t))
+        if entry is None or entry.ref is None or entry.ref() is not t:
+            if t._wrapped_number:
+                return None
+            entry = TensorEntry()
+            entry.key = id(t)
+            entry.ref = weakref.ref(t, lambda _, e=entry: self._dead("tensor_free", e))
+            entry.src, entry.phase, entry.gid = self.where()[1], self.phase(), self.gid()
+            self._tensors[entry.key] = entry
+            self._tensor_new(t, entry, pre_existing=True)
+        elif entry.tid is None:
+            if t._wrapped_number:
+                return None
+            self._tensor_new(t, entry)
+        return entry.tid
+
+    def tensor_freed(self, entry: TensorEntry) -> bool:
+        """Forget a dead tensor; True if its tensor_new was emitted (so a tensor_free is due)."""
+        if self._tensors.get(entry.key) is entry:
+            del self._tensors[entry.key]
+        if entry.tid is None:
+            return False
+        if self.live.remove(entry.skey):
+            self._storage_ids.pop(entry.skey, None)
+        return True
+
+    def storage_of(self, t: Any) -> tuple[int, int]:
+        """(storage key, storage bytes) of a tensor."""
+        root = self._storage_root(t._data)
+        return id(root), int(root.nbytes)
+
+    # --- nodes, frames, holders -----------------------------------------------------------------
+
+    def nid(self, node: Any) -> int | None:
+        if node is None:
+            return None
+        entry = self._nodes.get(id(node))
+        if entry is not None and entry.ref is not None and entry.ref() is node:
+            return entry.nid
+        return self.register_node(node, pre_existing=True).nid
+
+    def node_entry(self, node: Any) -> NodeEntry | None:
+        entry = self._nodes.get(id(node))
+        if entry is not None and entry.ref is not None and entry.ref() is node:
+            return entry
+        return None
+
+    def register_node(self, node: Any, pre_existing: bool = False) -> NodeEntry:
+        raise NotImplementedError  # _kinds.Recorder emits its node_new
+
+    def new_node_entry(self, node: Any) -> NodeEntry:
+        entry = NodeEntry(self._n_nodes, id(node))
+        self._n_nodes += 1
+        entry.ref = weakref.ref(node, lambda _, e=entry: self._dead("node_free", e))
+        self._nodes[entry.key] = entry
+        return entry
+
+    def fid(self, frame: Any) -> int | None:
+        if frame is None:
+            return None
+        entry = self._frames.get(id(frame))
+        if entry is not None and entry.ref is not None and entry.ref() is frame:
+            return entry.fid
+        return self.register_frame(frame, "?", pre_existing=True).fid
+
+    def register_frame(self, frame: Any, label: str, pre_existing: bool = False) -> FrameEntry:
+        raise NotImplementedError  # _kinds.Recorder emits its frame_new
+
+    def new_frame_entry(self, frame: Any, label: str) -> FrameEntry:
+        entry = FrameEntry(self._n_frames, id(frame), label)
+        self._n_frames += 1
+        entry.ref = weakref.ref(frame, lambda _, e=entry: self._dead("frame_gc", e))
+        self._frames[entry.key] = entry
+        return entry
+
+    def holder_entry(self, holder: Any, frame: Any) -> HolderEntry:
+        entry = self._holders.get(id(holder))
+        if entry is not None and entry.ref is not None and entry.ref() is holder:
+            return entry
+        # A holder packed before recording started: find its place in the frame.
+        index = next((i for i, w in enumerate(frame.weak_holders) if w() is holder), None)
+        return self.new_holder_entry(holder, self.fid(frame), index)
+
+    def new_holder_entry(self, holder: Any, fid: int | None, index: int | None) -> HolderEntry:
+        entry = HolderEntry(self._n_holders, id(holder), fid, index)
+        self._n_holders += 1
+        entry.ref = weakref.ref(holder, lambda _, e=entry: self._dead("holder_gc", e))
+        self._holders[entry.key] = entry
+        return entry
+
+    def forget(self, registry: dict[int, Any], entry: Any) -> None:
+        if registry.get(entry.key) is entry:
+            del registry[entry.key]
+
+    # --- names ----------------------------------------------------------------------------------
+
+    def _resolve_names(self, frame: FrameType) -> None:
+        """Name the tensors created in ``frame`` after the variables that now hold them.
+
+        Called on each event of a recorded frame while it has unnamed tensors: an assignment
+        ``y = x.sin()`` binds ``y`` after the op's events, so the next event names it. A tensor
+        still unnamed after three events on other lines (a temporary) is given up on.
+        """
+        waiting = self._unnamed.get(id(frame))
+        if not waiting:
+            return
+        by_id: dict[int, TensorEntry] = {}
+        for entry in waiting:
+            t = entry.ref() if entry.ref is not None else None
+            if t is not None and entry.event is not None and entry.event["name"] is None:
+                by_id[id(t)] = entry
+        if by_id:
+            self._name_from(frame.f_locals, by_id)
+        line = frame.f_lineno
+        keep = []
+        for entry in waiting:
+            if entry.event is None or entry.event["name"] is not None or entry.ref is None:
+                continue
+            if entry.ref() is None:
+                continue
+            if entry.line != line:
+                entry.tries += 1
+            if entry.tries < 3:
+                keep.append(entry)
+        if keep:
+            self._unnamed[id(frame)] = keep
+        else:
+            del self._unnamed[id(frame)]
+
+    def _name_from(self, scope: dict[str, Any], by_id: dict[int, TensorEntry]) -> None:
+        tensor = self._Tensor
+        for name, value in list(scope.items()):
+            if name.startswith("__"):
+                continue
+            if isinstance(value, tensor):
+                self._set_name(by_id, value, name)
+            elif type(value) in (list, tuple) and len(value) <= 64:
+                for i, v in enumerate(value):
+                    if isinstance(v, tensor):
+                        self._set_name(by_id, v, f"{name}[{i}]")
+            if not by_id:
+                return
+
+    @staticmethod
+    def _set_name(by_id: dict[int, TensorEntry], t: Any, name: str) -> None:
+        entry = by_id.pop(id(t), None)
+        if entry is not None and entry.event is not None:
+            entry.event["name"] = name
+
+    def name_remaining(self, scopes: list[dict[str, Any]]) -> None:
+        """At the end: name tensors still alive and unnamed from the recorded modules' variables,
+        and parameters of the ``nn.Module``s found there (``model.fc1.weight``)."""
+        from engine.nn.modules.module import Module
+
+        by_id: dict[int, TensorEntry] = {}
+        for entry in self._tensors.values():
+            t = entry.ref() if entry.ref is not None else None
+            if t is not None and entry.event is not None and entry.event["name"] is None:
+                by_id[id(t)] = entry
+        for scope in [*scopes, *self._scopes.values()]:
+            if not by_id:
+                return
+            self._name_from(scope, by_id)
+            for name, value in list(scope.items()):
+                if isinstance(value, Module) and not name.startswith("__"):
+                    for pname, p in value.named_parameters():
+                        self._set_name(by_id, p, f"{name}.{pname}")
+
+    def close(self) -> None:
+        """Stop: drop every registry, so no weak-reference callback can fire into this recorder."""
+        self.closed = True
+        for registry in (self._tensors, self._nodes, self._frames, self._holders):
+            registry.clear()
+        self._pending.clear()
+        self._unnamed.clear()
+        self._scopes.clear()
+        self._deferred.clear()

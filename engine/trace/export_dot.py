@@ -1,0 +1,259 @@
+"""The autograd graph of a trace as DOT, built with the ``graphviz`` package, in torchviz's style.
+
+Note [DOT ids]
+~~~~~~~~~~~~~~
+The graph holds every node the run ever created, so one layout serves every step: a front end
+renders it once and restyles elements per step with ``dot_classes(state)``. Each element has an
+``id`` attribute, which Graphviz also uses as the id of the SVG element:
+
+- ``n{node}``: an autograd node (``grad_fn``), grey; ``AccumulateGrad`` blue, like torchviz's leaves;
+- ``t{tensor}``: a named output tensor (green), linked from its ``grad_fn``;
+- ``s{node}_{slot}``: a tensor saved as is by a node (orange, torchviz's ``show_saved``);
+- ``h{holder}``: a checkpoint ``_Holder`` saved instead of a tensor (dashed, amber), drawn inside
+  its frame's cluster;
+- ``f{frame}``: the cluster of a checkpoint frame (the nodes created while its hooks were on top);
+- ``r{frame}_{gid}``: the cluster of the graph a recomputation of ``frame`` for ``gid`` built;
+- ``e{node}_{i}``: the edge of a node's ``i``-th next function; ``e{id}`` the edge to saved slot,
+  holder or output tensor ``{id}``.
+
+Edges point from a node's next functions to it (the data's direction, as torchviz draws them);
+gradients flow against the arrows.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import graphviz
+
+from engine.trace.state import Event, Node, State, gid_key, gid_label, initial_state, step
+
+_NODE_ATTR = {
+    "style": "filled",
+    "shape": "box",
+    "align": "left",
+    "fontsize": "10",
+    "ranksep": "0.1",
+    "height": "0.2",
+    "fontname": "monospace",
+}
+
+
+def slot_id(node: Any, slot: Any) -> str:
+    return f"s{node}_{re.sub(r'[^A-Za-z0-9_]', '_', str(slot))}"
+
+
+def _shape(shape: Any) -> str:
+    return "[" + ", ".join(str(s) for s in shape) + "]" if shape is not None else ""
+
+
+class _Collected:
+    """What the DOT needs beyond the final state: tensors that were freed, and where frames and
+    ``_NoopSaveInputs`` nodes were created."""
+
+    def __init__(self, events: list[Event]) -> None:
+        self.state: State = initial_state()
+        self.tensors: dict[str, dict[str, Any]] = {}
+        self.frame_cluster: dict[str, str] = {}  # frame -> id of the cluster it sits in
+        self.inputs_of: dict[str, str] = {}  # _NoopSaveInputs node -> frame
+        self.accumulates: dict[str, Any] = {}  # AccumulateGrad node -> its tensor, when known
+        self.recomputations: list[str] = []  # cluster ids, in order
+        noop: str | None = None
+        for e in events:
+            kind = e.get("kind")
+            if kind == "tensor_new":
+                self.tensors[str(e["tensor"])] = e
+            elif kind == "frame_new":
+                # A frame sits in the cluster of whatever hooks were on top when it was made: its
+                # parent's checkpoint hooks, a recomputation's hooks (Rule 3), or none.
+                hooks = self.state["hooks"]
+                top = hooks[-1] if hooks else None
+                if top is not None and top["hooks"] == "checkpoint" and top["frame"] is not None:
+                    self.frame_cluster[str(e["frame"])] = f"f{top['frame']}"
+                elif top is not None and top["hooks"] == "recomputation" and self.state["recomputing"]:
+                    rtop = self.state["recomputing"][-1]
+                    self.frame_cluster[str(e["frame"])] = f"r{rtop['frame']}_{rtop['gid']}"
+                elif e.get("parent") is not None:
+                    self.frame_cluster[str(e["frame"])] = f"f{e['parent']}"
+                else:
+                    self.frame_cluster[str(e["frame"])] = ""
+            elif kind == "node_new":
+                if "NoopSaveInputs" in str(e.get("name")):
+                    noop = str(e["node"])
+                variable = e.get("variable", e.get("tensor"))
+                if variable is not None:
+                    self.accumulates[str(e["node"])] = variable
+            elif kind == "recompute_start":
+                cid = f"r{e.get('frame')}_{gid_key(e)}"
+                if cid not in self.recomputations:
+                    self.recomputations.append(cid)
+            elif kind == "inputs_saved" and (e.get("node") is not None or noop is not None):
+                self.inputs_of[str(e.get("node", noop))] = str(e.get("frame"))
+                noop = None
+            step(self.state, e)
+
+
+def to_dot(trace: Any, *, show_saved: bool = True) -> graphviz.Digraph:
+    """The autograd graph of the whole run, with checkpoint frames and recomputations as clusters."""
+    from engine.trace.export import events_of
+
+    c = _Collected(events_of(trace))
+    state = c.state
+    clusters: dict[str, graphviz.Digraph] = {}
+    parents: dict[str, str] = {}  # cluster id -> enclosing cluster id ("" for the root)
+    has_content: set[str] = set()
+
+    def cluster(cid: str) -> str:
+        if cid in clusters or not cid:
+            return cid
+        if cid.startswith("f"):
+            frame = state["frames"][cid[1:]]
+            attrs = {"label": f"checkpoint {frame['name']}", "style": "rounded", "color": "blue"}
+            parents[cid] = c.frame_cluster.get(cid[1:], "")
+        else:
+            f, gid = cid[1:].split("_", 1)
+            name = state["frames"][f]["name"] if f in state["frames"] else f"frame {f}"
+            attrs = {"label": f"recomputation of {name} for {gid_label(gid)}", "style": "dashed"}
+            attrs["color"] = "darkorange"
+            parents[cid] = ""
+        attrs |= {"id": cid, "class": "frame" if cid.startswith("f") else "recompute", "fontsize": "10"}
+        clusters[cid] = graphviz.Digraph(name=f"cluster_{cid}", graph_attr=attrs)
+        cluster(parents[cid])
+        return cid
+
+    for f in state["frames"]:
+        cluster(f"f{f}")
+    for cid in c.recomputations:
+        cluster(cid)
+
+    dot = graphviz.Digraph(name="autograd", node_attr=_NODE_ATTR, graph_attr={"id": "graph", "rankdir": "TB"})
+
+    def add(cid: str, nid: str, label: str, **attrs: str) -> None:
+        target = clusters[cid] if cid else dot
+        target.node(nid, label, id=nid, **attrs)
+        if cid:
+            has_content.add(cid)
+
+    def node_cluster(node: Node) -> str:
+        if node["frame"] is not None and str(node["frame"]) in state["frames"]:
+            frame = state["frames"][str(node["frame"])]
+            created_in = frame["created_in"]
+            in_recompute = isinstance(created_in, dict) and created_in.get("recompute") is not None
+            # A node made while a frame created by a recomputation was on top belongs to that frame;
+            # any other node of a recomputation belongs to the recomputation itself.
+            if node["recompute"] is None or in_recompute:
+                return cluster(f"f{node['frame']}")
+        if node["recompute"] is not None:
+            return cluster(f"r{node['recompute'][0]}_{node['recompute'][1]}")
+        return ""
+
+    for key, node in state["nodes"].items():
+        nid, cid = f"n{key}", node_cluster(node)
+        label, attrs = node["name"], {"class": "fn", "fillcolor": "lightgrey"}
+        if key in c.accumulates and str(c.accumulates[key]) in c.tensors:
+            t = c.tensors[str(c.accumulates[key])]
+            name = t.get("name") or ("dummy" if t.get("shape") == [0] else f"tensor {t['tensor']}")
+            label = f"{name}\n{_shape(t.get('shape'))}"
+            attrs = {"class": "fn leaf", "fillcolor": "lightblue"}
+        elif node["name"].endswith("AccumulateGrad"):
+            attrs = {"class": "fn leaf", "fillcolor": "lightblue"}
+        elif key in c.inputs_of:
+            label = f"{node['name']}\n(inputs of {state['frames'][c.inputs_of[key]]['name']})"
+            attrs = {"class": "fn inputs", "fillcolor": "white", "style": "filled,dashed"}
+        add(cid, nid, label, **attrs)
+        for i, (nxt, _input_nr) in enumerate(node["next"]):
+            if nxt is not None and str(nxt) in state["nodes"]:
+                dot.edge(f"n{nxt}", nid, id=f"e{key}_{i}")
+        if not show_saved:
+            continue
+        for slot, saved in node["saved"].items():
+            if saved["packed"] == "holder" and saved["holder"] is not None:
+                continue  # drawn with its frame below
+            sid = slot_id(key, slot)
+            add(cid, sid, f"{slot}\n{_shape(saved['shape'])}", **{"class": "saved", "fillcolor": "orange"})
+            dot.edge(nid, sid, id=f"e{sid}", dir="none")
+
+    if show_saved:
+        for f, frame in state["frames"].items():
+            for holder in frame["holders"].values():
+                hid = f"h{holder['holder']}"
+                what = f"{holder['slot'] or ''} {_shape(holder['shape'])}"
+                label = f"holder {frame['name']}[{holder['index']}]\n{what}"
+                attrs = {"class": "holder", "fillcolor": "#fde68a", "style": "filled,dashed", "fontsize": "8"}
+                add(cluster(f"f{f}"), hid, label, **attrs)
+                if holder["node"] is not None and str(holder["node"]) in state["nodes"]:
+                    dot.edge(f"n{holder['node']}", hid, id=f"e{hid}", dir="none", style="dashed")
+
+    # Named tensors with a grad_fn: the variables a learner wrote, as torchviz draws its outputs.
+    for key, t in c.tensors.items():
+        if t.get("name") and t.get("node") is not None and str(t["node"]) in state["nodes"]:
+            tid = f"t{key}"
+            add(
+                "",
+                tid,
+                f"{t['name']}\n{_shape(t.get('shape'))}",
+                **{"class": "tensor", "fillcolor": "darkolivegreen1"},
+            )
+            dot.edge(f"n{t['node']}", tid, id=f"e{tid}", style="dotted")
+
+    # Frames whose function never ran a saving op (e.g. stopped early before its body): say so.
+    for cid in clusters:
+        if (
+            cid.startswith("f")
+            and cid not in has_content
+            and not any(p == cid and k in has_content for k, p in parents.items())
+        ):
+            add(
+                cid,
+                f"{cid}_empty",
+                "(nothing saved)",
+                **{"class": "empty", "shape": "plaintext", "style": ""},
+            )
+
+    # Attach clusters innermost first: graphviz copies a subgraph's body when it is attached.
+    def depth(cid: str) -> int:
+        return 0 if not cid else 1 + depth(parents.get(cid, ""))
+
+    for cid in sorted(clusters, key=depth, reverse=True):
+        (clusters[parents[cid]] if parents[cid] else dot).subgraph(clusters[cid])
+    return dot
+
+
+def dot_classes(state: State) -> dict[str, list[str]]:
+    """The state classes of every DOT element that exists at this step (see Note [DOT ids]).
+
+    Elements missing from the result do not exist yet: a front end hides them.
+    """
+    out: dict[str, list[str]] = {}
+    executing = set(state["executing"])
+    for key, node in state["nodes"].items():
+        classes = [node["status"]]
+        if node["node"] in executing:
+            classes.append("running")
+        if node["released"]:
+            classes.append("released")
+        if node["freed"]:
+            classes.append("freed")
+        if node["phase"] == "recompute":
+            classes.append("recomputed")
+        out[f"n{key}"] = classes
+        for slot, saved in node["saved"].items():
+            if saved["packed"] != "holder" or saved["holder"] is None:
+                out[slot_id(key, slot)] = ["released"] if node["released"] else ["saved"]
+    active = {(r["frame"], r["gid"]) for r in state["recomputing"]}
+    for f, frame in state["frames"].items():
+        classes = ["alive" if frame["alive"] else "dead"]
+        if frame["running"]:
+            classes.append(f"running-{frame['running'][-1]}")
+        out[f"f{f}"] = classes
+        for gid in frame["recomp_counter"]:
+            out[f"r{f}_{gid}"] = ["active"] if (frame["frame"], gid) in active else ["done"]
+        for holder in frame["holders"].values():
+            classes = ["alive" if holder["alive"] else "dead"]
+            classes += [f"handle-{status}" for status in sorted(set(holder["handles"].values()))]
+            out[f"h{holder['holder']}"] = classes
+    for key, tensor in state["tensors"].items():
+        if tensor["name"] and tensor["node"] is not None:  # the tensors to_dot draws
+            out[f"t{key}"] = ["alive"]
+    return out
