@@ -8,7 +8,8 @@
 
 A scenario's ``print`` output is kept in ``RunResult.stdout`` and also recorded in the trace, as a
 ``mark`` event per call (``label`` the printed text, ``stream: "stdout"``), so a viewer shows it
-at the step where it happened.
+at the step where it happened. Warnings go the same way (``stream: "stderr"``), whatever the
+host's warning filters are, so a run gives the same trace under pytest and from the CLI.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import contextlib
 import gc
 import json
 import threading
+import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -212,11 +214,16 @@ def execute(
 
     printed: list[str] = []
 
-    def sink(text: str) -> None:
+    def sink(text: str, stream: str = "stdout") -> None:
         printed.append(text)
         label = text.rstrip("\n")
         if label:
-            trace.mark(label, stream="stdout")
+            trace.mark(label, stream=stream)
+
+    def show_warning(message: Any, category: type[Warning], *args: Any, **kwargs: Any) -> None:
+        # Warnings are part of what a learner should see (use_reentrant's, for one): printed and
+        # marked like output, whatever the warning filters of the host process say.
+        sink(f"{category.__name__}: {message}\n", "stderr")
 
     if set_print is None:
         scenario_builtins = dict(vars(builtins))
@@ -229,8 +236,11 @@ def execute(
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
-        with trace.record(source_files={filename: text}) as recorder, _capped(recorder, limits, on_progress):
-            exec(code, namespace)
+        with warnings.catch_warnings():
+            warnings.simplefilter("default")
+            warnings.showwarning = show_warning
+            with trace.record(source_files={filename: text}) as recorder, _capped(recorder, limits, on_progress):
+                exec(code, namespace)
     except BaseException as exc:  # noqa: BLE001 - whatever the scenario raises is its result
         if isinstance(exc, KeyboardInterrupt) and threading.current_thread() is threading.main_thread():
             raise

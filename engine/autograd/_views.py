@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING
 
 from engine._C import _tls
 from engine._tensor import CreationMeta, Tensor
-from engine.trace import emit
 from engine.autograd.graph import InputMetadata, Node, gradient_edge
+from engine.trace import emit
 
 if TYPE_CHECKING:
     pass

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import sys
 import threading
+from inspect import CO_OPTIMIZED
 import time
 import weakref
 from collections import deque
@@ -42,6 +43,25 @@ from typing import Any
 
 # An event, JSON-ready.
 Event = dict[str, Any]
+
+
+def _locals_of(frame: FrameType) -> dict[str, Any]:
+    """A copy of a frame's variables, without keeping them alive.
+
+    Note [Reading f_locals]
+    ~~~~~~~~~~~~~~~~~~~~~~~
+    In Python 3.11 ``frame.f_locals`` of a function fills a dict stored on the frame, which keeps
+    every local's value alive until the next read or the frame's exit: a tensor rebound after we
+    read would die later than it should, and with it the nodes and holders it keeps alive. So the
+    dict is emptied once copied (its keys are only read back into the frame by tracers, which
+    refill it first). Module and class bodies have real namespaces, which are left alone.
+    """
+    scope = frame.f_locals
+    if frame.f_code.co_flags & CO_OPTIMIZED and scope is not frame.f_globals:
+        copy = dict(scope)
+        scope.clear()
+        return copy
+    return scope
 
 
 class _Storages:
@@ -481,7 +501,7 @@ class RecorderCore:
             if t is not None and entry.event is not None and entry.event["name"] is None:
                 by_id[id(t)] = entry
         if by_id:
-            self._name_from(frame.f_locals, by_id)
+            self._name_from(_locals_of(frame), by_id)
         line = frame.f_lineno
         keep = []
         for entry in waiting:

@@ -250,7 +250,10 @@ class Recorder(RecorderCore):
 
     def _k_fn_end(self, f: dict[str, Any]) -> None:
         fid = self._fns.pop() if self._fns else None
-        self.append("fn_end", {"frame": fid, "outcome": f["outcome"]})
+        fields = {"frame": fid, "outcome": f["outcome"]}
+        if "error" in f:
+            fields["error"] = f["error"]
+        self.append("fn_end", fields)
 
     def _holder_fields(self, h: HolderEntry) -> dict[str, Any]:
         return {"frame": h.fid, "index": h.index, "holder": h.hid}

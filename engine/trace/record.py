@@ -20,6 +20,7 @@ from types import TracebackType
 from typing import Any
 
 from engine.trace import emit
+from engine.trace._core import _locals_of
 
 __all__ = ["SCHEMA", "VERSION", "Trace", "TraceLimitExceeded", "mark", "record"]
 
@@ -113,7 +114,7 @@ class _Recording:
             emit._install(None)
             _active.clear()
             caller = sys._getframe(1)
-            scopes = [caller.f_locals] if caller.f_code.co_filename in self.files else []
+            scopes = [_locals_of(caller)] if caller.f_code.co_filename in self.files else []
             recorder.name_remaining(scopes)
             self.trace.meta.update(n_events=len(self.trace.events), truncated=recorder.truncated)
             recorder.close()

@@ -792,9 +792,9 @@ def _traced_call(mode: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -
         if emit.enabled:
             emit.emit("fn_end", outcome="early_stop")
         raise
-    except BaseException:
+    except BaseException as e:
         if emit.enabled:
-            emit.emit("fn_end", outcome="raised")
+            emit.emit("fn_end", outcome="raised", error=type(e).__name__)
         raise
     if emit.enabled:
         emit.emit("fn_end", outcome="returned")
