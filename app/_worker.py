@@ -82,13 +82,18 @@ def _too_big(numel: int, limits: Limits) -> LimitExceeded:
 
 def _guard_factory(name: str, fn: Callable[..., Any], limits: Limits) -> Callable[..., Any]:
     def guarded(*args: Any, **kwargs: Any) -> Any:
-        try:
-            numel = _numel(_shape_args(name, args, kwargs))
-        except (TypeError, ValueError, OverflowError):
-            numel = 0  # the factory reports bad arguments itself
-        if numel > limits.max_tensor_numel:
-            raise _too_big(numel, limits)
-        return fn(*args, **kwargs)
+        if name in _SIZED_FACTORIES:
+            try:
+                numel = _numel(_shape_args(name, args, kwargs))
+            except (TypeError, ValueError, OverflowError):
+                numel = 0  # the factory reports bad arguments itself
+            if numel > limits.max_tensor_numel:
+                raise _too_big(numel, limits)
+        out = fn(*args, **kwargs)
+        # The others (tensor, arange, linspace, eye, *_like...) are checked once made.
+        if isinstance(out, engine.Tensor) and out.numel() > limits.max_tensor_numel:
+            raise _too_big(out.numel(), limits)
+        return out
 
     guarded.__name__ = getattr(fn, "__name__", name)
     guarded.__qualname__ = getattr(fn, "__qualname__", name)
@@ -98,7 +103,9 @@ def _guard_factory(name: str, fn: Callable[..., Any], limits: Limits) -> Callabl
 
 
 def _install_tensor_guard(limits: Limits) -> None:
-    for name in _SIZED_FACTORIES:
+    from engine import _factories
+
+    for name in _factories.__all__:
         fn = getattr(engine, name, None)
         if fn is not None:
             setattr(engine, name, _guard_factory(name, fn, limits))

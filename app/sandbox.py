@@ -497,6 +497,9 @@ def run_in_worker(
             proc.wait()
         for t in readers:
             t.join(timeout=5)
+        for pipe in (proc.stdout, proc.stderr):
+            if pipe is not None:
+                pipe.close()
     return _outcome(proc.returncode, bytes(out), err_tail, limits, timed_out, overflow.is_set())
 
 

@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from engine import _C, _dtype, autograd, ops, random  # noqa: E402, I001  (ops need Tensor and autograd)
 from engine._dtype import (
@@ -100,8 +100,3 @@ import builtins as _builtins  # noqa: E402
 
 builtins_bool = _builtins.bool
 builtins_int = _builtins.int
-
-
-if TYPE_CHECKING:
-    # engine.sin, engine.stack ... are installed from the op table at import (ops/_methods.py).
-    def __getattr__(name: str) -> Any: ...

@@ -466,7 +466,7 @@ class Tensor:
 
     @property
     def real(self) -> Tensor:
-        from engine.ops import real  # the op: a view of the real parts (self for a real tensor)
+        from engine.ops.complex import real  # the op: a view of the real parts (self for a real tensor)
 
         return real(self)  # type: ignore[no-any-return]
 
@@ -628,7 +628,7 @@ def _to(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
     copy = kwargs.get("copy", False)
     if target is None or (target is self._dtype and not copy):
         return self
-    from engine.ops import _to_copy
+    from engine.ops.copies import _to_copy
 
     return _to_copy(self, target)  # type: ignore[no-any-return]
 

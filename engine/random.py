@@ -49,7 +49,7 @@ class Generator:
         return self._seed
 
     def get_state(self) -> dict[str, Any]:
-        return copy.deepcopy(self._np.bit_generator.state)
+        return dict(copy.deepcopy(self._np.bit_generator.state))
 
     def set_state(self, state: dict[str, Any]) -> Generator:
         if not isinstance(state, dict) or "bit_generator" not in state:

@@ -232,7 +232,8 @@ def grad(
     With ``is_grads_batched``, the first dimension of each grad_output is a batch: the result
     stacks one gradient per batch entry (PyTorch vmaps the backward; the engine loops).
     """
-    from engine import stack, zeros_like
+    from engine import zeros_like
+    from engine.ops import stack
 
     if materialize_grads and allow_unused is False:
         raise ValueError(

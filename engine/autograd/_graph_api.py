@@ -45,10 +45,7 @@ def get_gradient_edge(tensor: Tensor) -> GradientEdge:
 
 
 def _get_grad_fn_or_grad_acc(t: Tensor) -> Node:
-    if t.requires_grad and t.grad_fn is None:
-        node = grad_accumulator(t)
-    else:
-        node = t.grad_fn
+    node: Node | None = grad_accumulator(t) if t.requires_grad and t.grad_fn is None else t.grad_fn
     assert node is not None
     return node
 

@@ -117,19 +117,22 @@ def _replay_view(
     functions do, replay ``view_as_real`` (then ``as_strided`` in real units) or ``as_strided`` in
     real units (then ``view_as_complex``).
     """
-    from engine import ops
+    # Imported here: the op modules build on this one. From their modules, not engine.ops, so
+    # that type checkers see the op objects.
+    from engine.ops.complex import view_as_complex, view_as_real
+    from engine.ops.shape import as_strided
 
     if base.is_complex() and not view_is_complex:
-        floats = ops.view_as_real(base)
+        floats = view_as_real(base)
         if (tuple(floats.shape), floats.stride(), 0) == (size, stride, offset):
             return floats
-        return ops.as_strided(floats, size, stride, offset)
+        return as_strided(floats, size, stride, offset)
     if view_is_complex and not base.is_complex():
         float_geometry = ((*size, 2), (*(2 * s for s in stride), 1), 2 * offset)
         if (tuple(base.shape), base.stride(), 0) != float_geometry:
-            base = ops.as_strided(base, *float_geometry)
-        return ops.view_as_complex(base)
-    return ops.as_strided(base, size, stride, offset)
+            base = as_strided(base, *float_geometry)
+        return view_as_complex(base)
+    return as_strided(base, size, stride, offset)
 
 
 class CopySlices(Node):
@@ -149,7 +152,7 @@ class CopySlices(Node):
             emit.emit("node_new", node=self)
 
     def apply(self, grads: list[Tensor | None]) -> list[Tensor | None]:
-        from engine import ops
+        from engine.ops.shape import clone
 
         grad = grads[0]
         if grad is None:
@@ -164,11 +167,11 @@ class CopySlices(Node):
 
                 task.exec_info[fn_next] = ExecInfo()
                 task.exec_info[fn_next].needed = True
-        result = ops.clone(grad, memory_format="contiguous")
+        result = clone(grad, memory_format="contiguous")
         grad_slice = _replay_view(
             result, self.view_is_complex, self.view_size, self.view_stride, self.view_offset
         )
-        res = self.fn._apply([ops.clone(grad_slice)])
+        res = self.fn._apply([clone(grad_slice)])
         grad_inputs: list[Tensor | None] = [None] * self.num_outputs()
         for i, r in enumerate(res):
             if self.task_should_compute_output(i):

@@ -390,7 +390,7 @@ def _stack_rows(rows: list[Tensor], like: Tensor) -> Tensor:
     # A 0-element output has no rows: its Jacobian is empty, with the input's dtype.
     if not rows:
         return engine.zeros((0, *like.shape), dtype=like.dtype)
-    return engine.stack(rows, dim=0)
+    return engine.ops.stack(rows, dim=0)
 
 
 def hessian(

@@ -7,7 +7,7 @@ method, its ``engine.<name>`` function, its saved tensors and its tests all foll
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
 from engine.ops import (  # noqa: F401  (each registers its ops)
     activation,
@@ -36,5 +36,13 @@ for _name, _entry in OPS.items():
     globals()[_name.replace(".", "_")] = _entry
 
 
-def __getattr__(name: str) -> Any:
+class _OpLike(Protocol):
+    name: str
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
+
+
+def __getattr__(name: str) -> _OpLike:
+    # Only reached for names that are not ops (the ops are set above); the return type tells type
+    # checkers that engine.ops.<name> is an op.
     raise AttributeError(f"module 'engine.ops' has no attribute '{name}'")

@@ -55,7 +55,7 @@ def _autograd_call(op: Op, bound: dict[str, Any]) -> Any:
             value = bound[name]
             if op.is_inplace and name == "self":
                 # The kernel is about to overwrite self: save a copy (PyTorch's original_self).
-                from engine.ops import clone
+                from engine.ops.shape import clone
 
                 value = clone(value)
             if name in op.list_params:

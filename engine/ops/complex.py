@@ -208,7 +208,7 @@ def _complex_backward_imag(grad: Tensor, imag: Tensor) -> Tensor:
 )
 def complex_(real: Tensor, imag: Tensor) -> Array:  # noqa: A002 - the op is torch.complex
     _check_parts(real, imag)
-    out = np.empty(np.broadcast_shapes(real.shape, imag.shape), _complex_type(real))
+    out: Array = np.empty(np.broadcast_shapes(real.shape, imag.shape), _complex_type(real))
     out.real = real
     out.imag = imag
     return out
@@ -237,7 +237,7 @@ def _polar_backward_angle(grad: Tensor, result: Tensor) -> Tensor:
 def polar(abs: Tensor, angle: Tensor) -> Array:  # noqa: A002 - PyTorch's parameter names
     _check_parts(abs, angle)
     ctype = _complex_type(abs)
-    out = np.empty(np.broadcast_shapes(abs.shape, angle.shape), ctype)
+    out: Array = np.empty(np.broadcast_shapes(abs.shape, angle.shape), ctype)
     out.real = abs * np.cos(angle)
     out.imag = abs * np.sin(angle)
     return out

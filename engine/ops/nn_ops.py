@@ -280,7 +280,7 @@ def embedding(
     sparse: bool = False,
 ) -> Array:
     _check_indices(indices, "embedding")
-    if indices.size and (indices.min() < 0 or indices.max() >= weight.shape[0]):
+    if indices.size > 0 and (indices.min() < 0 or indices.max() >= weight.shape[0]):
         raise IndexError("index out of range in self")
     # take() copies even for 0-d indices (plain indexing would return a view of weight).
     return np.take(weight, indices, axis=0)

@@ -194,12 +194,12 @@ def _single_tensor_adam(
         if param.is_complex():
             # A complex parameter is stepped as its real view: each of the real and imaginary
             # parts gets its own second moment, as in PyTorch.
-            grad = engine.view_as_real(grad)
-            exp_avg = engine.view_as_real(exp_avg)
-            exp_avg_sq = engine.view_as_real(exp_avg_sq)
+            grad = engine.ops.view_as_real(grad)
+            exp_avg = engine.ops.view_as_real(exp_avg)
+            exp_avg_sq = engine.ops.view_as_real(exp_avg_sq)
             if amsgrad:
-                max_exp_avg_sqs[i] = engine.view_as_real(max_exp_avg_sqs[i])
-            param = engine.view_as_real(param)
+                max_exp_avg_sqs[i] = engine.ops.view_as_real(max_exp_avg_sqs[i])
+            param = engine.ops.view_as_real(param)
         exp_avg.add_(grad - exp_avg, alpha=1 - beta1)
         exp_avg_sq.mul_(beta2).add_(grad * grad, alpha=1 - beta2)
         step = _get_value(step_t)

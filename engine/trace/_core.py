@@ -45,6 +45,7 @@ from typing import Any
 Event = dict[str, Any]
 
 
+
 def _locals_of(frame: FrameType) -> dict[str, Any]:
     """A copy of a frame's variables, without keeping them alive.
 
@@ -97,7 +98,7 @@ class _Storages:
 
 
 class TensorEntry:
-    __slots__ = ("event", "gid", "key", "line", "phase", "ref", "scope", "skey", "src", "tid", "tries")
+    __slots__ = ("event", "gid", "key", "phase", "ref", "skey", "src", "tid")
 
     def __init__(self) -> None:
         self.tid: int | None = None  # None until its tensor_new is emitted
@@ -108,9 +109,6 @@ class TensorEntry:
         self.src: dict[str, Any] | None = None
         self.phase = "forward"
         self.gid: Any = None
-        self.scope = 0  # id() of the recorded Python frame that created it (for its name)
-        self.line = 0
-        self.tries = 0
 
 
 class NodeEntry:
@@ -185,8 +183,8 @@ class RecorderCore:
         self.live = _Storages()
         self.saved = _Storages()
         self.recomputed = _Storages()
-        # names: scope id -> tensors created there and not yet named; module namespaces seen
-        self._unnamed: dict[int, list[TensorEntry]] = {}
+        # names: tensors alive and not yet named (by id()), module namespaces seen
+        self._unnamed: dict[int, TensorEntry] = {}
         self._scopes: dict[int, dict[str, Any]] = {}
         # run state mirrored from the events (the hooks stack, recomputations, backward calls)
         self.hooks: list[dict[str, Any]] = []
@@ -327,9 +325,7 @@ class RecorderCore:
         entry = TensorEntry()
         entry.key = id(t)
         entry.ref = weakref.ref(t, lambda _, e=entry: self._dead("tensor_free", e))
-        frame, entry.src = self.where()
-        if frame is not None:
-            entry.scope, entry.line = id(frame), frame.f_lineno
+        entry.src = self.where()[1]
         entry.phase, entry.gid = self.phase(), self.gid()
         self._tensors[entry.key] = entry
         self._pending.append(entry)
@@ -382,8 +378,7 @@ class RecorderCore:
         if pre_existing:
             fields["pre_existing"] = True
         entry.event = self.append("tensor_new", fields, src=entry.src, phase=entry.phase, gid=entry.gid)
-        if entry.scope:
-            self._unnamed.setdefault(entry.scope, []).append(entry)
+        self._unnamed[entry.key] = entry
 
     def tid(self, t: Any) -> int | None:
         """The id of a tensor (None for None and for wrapped Python numbers)."""
@@ -411,6 +406,7 @@ class RecorderCore:
             del self._tensors[entry.key]
         if entry.tid is None:
             return False
+        self._unnamed.pop(entry.key, None)
         if self.live.remove(entry.skey):
             self._storage_ids.pop(entry.skey, None)
         return True
@@ -486,56 +482,30 @@ class RecorderCore:
     # --- names ----------------------------------------------------------------------------------
 
     def _resolve_names(self, frame: FrameType) -> None:
-        """Name the tensors created in ``frame`` after the variables that now hold them.
+        """Name tensors after the variables of ``frame`` (a recorded file's) that hold them.
 
-        Called on each event of a recorded frame while it has unnamed tensors: an assignment
-        ``y = x.sin()`` binds ``y`` after the op's events, so the next event names it. A tensor
-        still unnamed after three events on other lines (a temporary) is given up on.
+        Called on every event while some tensor is unnamed: an assignment ``y = x.sin()`` binds
+        ``y`` after the op's events, so a later event in that frame names it. The first name a
+        tensor is seen under wins (a tensor made in a function keeps the name it had there).
         """
-        waiting = self._unnamed.get(id(frame))
-        if not waiting:
-            return
-        by_id: dict[int, TensorEntry] = {}
-        for entry in waiting:
-            t = entry.ref() if entry.ref is not None else None
-            if t is not None and entry.event is not None and entry.event["name"] is None:
-                by_id[id(t)] = entry
-        if by_id:
-            self._name_from(_locals_of(frame), by_id)
-        line = frame.f_lineno
-        keep = []
-        for entry in waiting:
-            if entry.event is None or entry.event["name"] is not None or entry.ref is None:
-                continue
-            if entry.ref() is None:
-                continue
-            if entry.line != line:
-                entry.tries += 1
-            if entry.tries < 3:
-                keep.append(entry)
-        if keep:
-            self._unnamed[id(frame)] = keep
-        else:
-            del self._unnamed[id(frame)]
+        self._name_from(_locals_of(frame))
 
-    def _name_from(self, scope: dict[str, Any], by_id: dict[int, TensorEntry]) -> None:
-        tensor = self._Tensor
+    def _name_from(self, scope: dict[str, Any]) -> None:
+        tensor, unnamed = self._Tensor, self._unnamed
         for name, value in list(scope.items()):
-            if name.startswith("__"):
-                continue
             if isinstance(value, tensor):
-                self._set_name(by_id, value, name)
-            elif type(value) in (list, tuple) and len(value) <= 64:
+                self._set_name(value, name)
+            elif type(value) in (list, tuple) and len(value) <= 64 and not name.startswith("__"):
                 for i, v in enumerate(value):
                     if isinstance(v, tensor):
-                        self._set_name(by_id, v, f"{name}[{i}]")
-            if not by_id:
+                        self._set_name(v, f"{name}[{i}]")
+            if not unnamed:
                 return
 
-    @staticmethod
-    def _set_name(by_id: dict[int, TensorEntry], t: Any, name: str) -> None:
-        entry = by_id.pop(id(t), None)
-        if entry is not None and entry.event is not None:
+    def _set_name(self, t: Any, name: str) -> None:
+        entry = self._unnamed.get(id(t))
+        if entry is not None and entry.ref is not None and entry.ref() is t and entry.event is not None:
+            del self._unnamed[id(t)]
             entry.event["name"] = name
 
     def name_remaining(self, scopes: list[dict[str, Any]]) -> None:
@@ -543,19 +513,14 @@ class RecorderCore:
         and parameters of the ``nn.Module``s found there (``model.fc1.weight``)."""
         from engine.nn.modules.module import Module
 
-        by_id: dict[int, TensorEntry] = {}
-        for entry in self._tensors.values():
-            t = entry.ref() if entry.ref is not None else None
-            if t is not None and entry.event is not None and entry.event["name"] is None:
-                by_id[id(t)] = entry
         for scope in [*scopes, *self._scopes.values()]:
-            if not by_id:
+            if not self._unnamed:
                 return
-            self._name_from(scope, by_id)
+            self._name_from(scope)
             for name, value in list(scope.items()):
                 if isinstance(value, Module) and not name.startswith("__"):
                     for pname, p in value.named_parameters():
-                        self._set_name(by_id, p, f"{name}.{pname}")
+                        self._set_name(p, f"{name}.{pname}")
 
     def close(self) -> None:
         """Stop: drop every registry, so no weak-reference callback can fire into this recorder."""

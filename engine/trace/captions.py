@@ -249,9 +249,11 @@ def _unpack(state: State, e: Event) -> str:
     label = _label(state, e.get("frame"))
     if info is None:
         return f"Unpacking {holder}."
-    if gid == "none":
+    if gid == "none" or gid.startswith("tmp"):
+        # The unpack hook makes up a temporary gid (a uuid) for every unpack outside backward.
+        which = "a fresh id" if gid == "none" else f"a fresh id ({gid})"
         return (
-            f"Unpacking {holder} outside any backward: the hook uses a fresh id, so {label} runs again "
+            f"Unpacking {holder} outside any backward: the hook uses {which}, so {label} runs again "
             "under the recomputation hook."
         )
     if not info["is_recomputed"].get(gid, False):

@@ -64,12 +64,12 @@ def to_json(trace: Any, *, annotate_events: bool = False, indent: int | None = N
 # Note [Chrome tracks]
 # ~~~~~~~~~~~~~~~~~~~~
 # One process, one thread (track) per phase. Slices are "X" (complete) events made by pairing
-# start and end events: runs of a checkpointed function (on the forward or recompute track by
-# mode), recomputations, backward calls and node executions (on the track of their start event's
-# phase). The engine runs on one thread, so every pair opens and closes like a call: slices on a
-# track nest, never overlap. A slice still open at the end of the trace (an error) is closed at the
-# last event. Checkpoint and memory moments are instant ("i") events on their phase's track, each
-# with its caption; memory is a counter ("C") track.
+# start and end events: recomputations (recompute track), runs of a checkpointed function,
+# backward calls and node executions (the track of their start event's phase; a recomputing run
+# always on the recompute track). The engine runs on one thread, so every pair opens and closes
+# like a call: slices on a track nest, never overlap. A slice still open at the end of the trace
+# (an error) is closed at the last event. Checkpoint moments are instant ("i") events on their
+# phase's track, each with its caption; memory is a counter ("C") track.
 
 TRACKS = {"forward": 1, "backward": 2, "recompute": 3}
 _INSTANTS = {
@@ -105,7 +105,10 @@ def _slice_name(state: State, event: Event) -> tuple[str, int]:
     frame_name = frame["name"] if frame else f"frame {event.get('frame')}"
     if kind == "fn_start":
         mode = event.get("mode", "forward")
-        return f"{frame['label'] if frame else '?'} ({mode} of {frame_name})", TRACKS.get(mode, 1)
+        # A forward run met while recomputing (Rule 3) stays on the recompute track.
+        return f"{frame['label'] if frame else '?'} ({mode} of {frame_name})", max(
+            TRACKS.get(mode, 1), phase_tid
+        )
     if kind == "recompute_start":
         return f"recompute {frame_name} for {gid_label(gid_key(event))}", TRACKS["recompute"]
     if kind == "backward_start":
@@ -123,6 +126,8 @@ def _instant_name(state: State, event: Event) -> str:
         return f"{kind} {frame['name']}[{event.get('index')}]"
     if kind == "mark":
         return f"mark {event.get('label')}"
+    if kind == "frame_new":
+        return f"frame_new {event.get('label')}#{event.get('frame')}"
     if frame:
         return f"{kind} {frame['name']}"
     return kind

@@ -132,7 +132,7 @@ def _policy_from_bool(b: bool) -> CheckpointPolicy:
 # Ops selective checkpointing never caches. PyTorch lists aten.detach (checkpoint itself inserts a
 # different number of detaches in the forward and in the recomputation) and metadata ops (which
 # the engine does not dispatch: shapes and devices are plain attributes here).
-SAC_IGNORED_OPS: set[Op] = {ops.detach}
+SAC_IGNORED_OPS: set[Op] = {ops.OPS["detach"]}  # type: ignore[arg-type]
 
 PolicyFn = Callable[..., "CheckpointPolicy | bool"]
 

@@ -161,3 +161,31 @@ def test_captions_of_a_real_nested_run() -> None:
         "inside the pack of the last one."
     )
     assert any(t == "`MmBackward0` saves `mat2` (a holder of frame `sub1#1`, not the tensor)." for t in texts)
+
+
+def test_unpack_outside_backward_uses_a_temporary_gid() -> None:
+    events = TRACES["single"]
+    n = next(e["seq"] for e in events if e["kind"] == "backward_start")
+    state = state_at(events, n - 1)
+    unpack = {
+        "seq": n,
+        "kind": "unpack",
+        "frame": 0,
+        "index": 1,
+        "holder": 1,
+        "gid": None,
+        "hook_gid": "tmp0",
+    }
+    assert caption(state, unpack) == (
+        "Unpacking holder 1 of frame `f#0` (`result` of `ExpBackward0`) outside any backward: the hook uses a "
+        "fresh id (tmp0), so `f` runs again under the recomputation hook."
+    )
+    state = step_all(state, [unpack | {"kind": "recompute_start", "trigger": {"frame": 0, "index": 1}}])
+    assert state["recomputing"] == [{"frame": 0, "gid": "tmp0", "trigger": {"frame": 0, "index": 1}}]
+    assert state["frames"]["0"]["recomp_counter"] == {"tmp0": 0}
+
+
+def step_all(state: Any, events: list[dict[str, Any]]) -> Any:
+    for event in events:
+        step(state, event)
+    return state

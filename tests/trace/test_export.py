@@ -243,3 +243,22 @@ def test_the_chrome_checker_rejects_overlapping_slices() -> None:
     )
     with pytest.raises(AssertionError, match="overlaps"):
         check_chrome({"traceEvents": [x("a", 0, 10, 0), x("b", 5, 10, 1)], "displayTimeUnit": "ns"})
+
+
+def test_exports_take_a_recorder_and_plain_json_validates() -> None:
+    trace = pytest.importorskip("engine.trace")
+    if not hasattr(trace, "record"):
+        pytest.skip("engine.trace.record is not available")
+    import jsonschema
+
+    from tests.trace._real import retain_graph_double_backward
+
+    with trace.record() as tr:
+        retain_graph_double_backward()
+    doc = json.loads(to_json(tr))
+    jsonschema.validate(doc, trace.schema())
+    assert doc["events"] == tr.events and doc["meta"]["n_events"] == len(tr.events)
+    derived = json.loads(to_json(tr, annotate_events=True))["derived"]
+    assert len(derived) == len(tr.events)
+    check_chrome(chrome_trace(tr))
+    assert "f0" in dot_ids(to_dot(tr).source)

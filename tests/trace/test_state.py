@@ -314,3 +314,25 @@ def test_any_path_to_a_step_gives_the_same_state(data: st.DataObject) -> None:
     if n + 1 < len(events):
         assert jumper.forward() == state_at(events, n + 1)
         assert jumper.back() == expected
+
+
+def test_a_long_trace_is_reduced_once() -> None:
+    events: list[dict[str, Any]] = []
+    for _ in range(40):
+        events += [dict(e, seq=len(events) + i) for i, e in enumerate(_synthetic.nested())]
+    calls = 0
+
+    cursor = Cursor(events, snapshot_every=64)
+    reduce = cursor._reduce
+
+    def counting(tx: Any, event: dict[str, Any]) -> None:
+        nonlocal calls
+        calls += 1
+        reduce(tx, event)
+
+    cursor._reduce = counting
+    cursor.jump(len(events) - 1)
+    assert calls == len(events)
+    for n in (17, len(events) // 2, 5, len(events) - 3, 1000):
+        assert cursor.jump(n) == state_at(events, n)
+    assert calls == len(events)
