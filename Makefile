@@ -12,7 +12,7 @@ run: setup
 # Every test, plus lint, format and type checks. The torch oracle is installed first: the
 # differential tests compare the engine against real PyTorch 2.8.0.
 test:
-	bash scripts/setup.sh --oracle
+	bash scripts/setup.sh --oracle --browser
 	status=0; \
 	$(PY) -m pytest -q -n 2 -p no:cacheprovider || status=$$?; \
 	$(MAKE) --no-print-directory check || status=1; \

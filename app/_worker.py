@@ -35,7 +35,7 @@ from app.sandbox import LimitExceeded, Limits, ScenarioSyntaxError, compile_untr
 NOBODY = 65534
 
 # Standard modules the engine or the runner may import lazily, loaded while they are readable.
-_LAZY_STDLIB = ("uuid", "traceback", "difflib", "copy", "functools", "weakref", "contextlib", "json")
+_LAZY_STDLIB = ("uuid", "traceback", "linecache", "copy", "functools", "weakref", "contextlib", "json")
 
 
 def _preimport() -> None:
@@ -153,11 +153,16 @@ def _set_limits(limits: Limits) -> None:
 
 
 def _drop_privileges() -> bool:
+    """Become ``nobody`` if running as root; False if not root or not allowed (a container without
+    CAP_SETUID): the other layers still apply, and the answer says whether it happened."""
     if os.geteuid() != 0:
         return False
-    os.setgroups([])
-    os.setgid(NOBODY)
-    os.setuid(NOBODY)
+    try:
+        os.setgroups([])
+        os.setgid(NOBODY)
+        os.setuid(NOBODY)
+    except OSError:
+        return False
     return True
 
 
@@ -184,15 +189,11 @@ def main() -> None:
     except ScenarioSyntaxError as e:
         _answer(RunResult(False, None, syntax_error(e, filename), filename=filename), real_stdout)
         return
-    except SyntaxError as e:  # Python's own parser, before RestrictedPython's checks
-        _answer(RunResult(False, None, syntax_error(e, filename), filename=filename), real_stdout)
-        return
     printer: dict[str, Callable[[str], None]] = {}
     namespace = restricted_globals(lambda s: printer["sink"](s))
     _install_tensor_guard(limits)
     _set_limits(limits)
     dropped = _drop_privileges()
-    os.chdir(".")
     stderr = sys.stderr
 
     def progress(n: int) -> None:
@@ -214,10 +215,16 @@ def main() -> None:
     result.extra["privileges_dropped"] = dropped
     try:
         _answer(result, real_stdout)
-    except (MemoryError, LimitExceeded) as e:
-        # The trace itself was too big to serialize within the limits: answer without it.
-        small = RunResult(False, None, RunError("LimitExceeded", f"trace too large to return: {e}", None, None, "memory_mb"))
-        _answer(small, real_stdout)
+    except (MemoryError, LimitExceeded):
+        # The trace was too big to serialize within the limits: answer without it.
+        n = len(result.trace["events"]) if result.trace else 0
+        message = (
+            f"the trace ({n} events) is too large to return within the memory limit of {limits.memory_mb} MB"
+        )
+        result.trace = None
+        _answer(
+            RunResult(False, None, RunError("LimitExceeded", message, None, None, "memory_mb")), real_stdout
+        )
 
 
 if __name__ == "__main__":

@@ -100,7 +100,9 @@ def cmd_dot(args: argparse.Namespace) -> int:
         print("autograd-lens: dot -o must end in .dot, .gv or .svg", file=sys.stderr)
         return 2
     if out.suffix == ".svg" and shutil.which("dot") is None:
-        print("autograd-lens: rendering SVG needs Graphviz's `dot` (apt-get install graphviz)", file=sys.stderr)
+        print(
+            "autograd-lens: rendering SVG needs Graphviz's `dot` (apt-get install graphviz)", file=sys.stderr
+        )
         return 2
     result = _run(args)
     if isinstance(result, int):
@@ -142,9 +144,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     def run_options(p: argparse.ArgumentParser) -> None:
         p.add_argument("scenario", metavar="SCENARIO", help="a Python file, or a bundled scenario's id")
-        p.add_argument("--untrusted", action="store_true", help="run in the sandbox (RestrictedPython, limits)")
+        p.add_argument(
+            "--untrusted", action="store_true", help="run in the sandbox (RestrictedPython, limits)"
+        )
         p.add_argument("--cpu-seconds", type=float, default=Limits.cpu_seconds, help="sandbox CPU limit")
-        p.add_argument("--wall-seconds", type=float, default=Limits.wall_seconds, help="sandbox wall-clock limit")
+        p.add_argument(
+            "--wall-seconds", type=float, default=Limits.wall_seconds, help="sandbox wall-clock limit"
+        )
         p.add_argument("-q", "--quiet", action="store_true", help="no progress, no scenario output")
 
     p_trace = sub.add_parser("trace", help="record a scenario's trace")

@@ -27,7 +27,7 @@ from pathlib import Path
 from types import CodeType, TracebackType
 from typing import Any
 
-from app.sandbox import PROJECT_ROOT, LimitExceeded, Limits, ScenarioSyntaxError
+from app.sandbox import PROJECT_ROOT, LimitExceeded, Limits, ScenarioSyntaxError, run_in_worker
 
 SCENARIOS_DIR = PROJECT_ROOT / "scenarios"
 UNTRUSTED_FILENAME = "<scenario>"
@@ -132,22 +132,25 @@ def run_scenario(
 ) -> RunResult:
     """Run a scenario and return its trace, or the error that stopped it.
 
-    ``path_or_text``: a ``Path``, a string naming an existing file, or the scenario's text.
+    ``path_or_text``: a ``Path``, or the scenario's text. With ``trusted=True`` a string naming an
+    existing file is read as that file; untrusted strings are always text (a web request must not
+    be able to name a file on the server).
     ``trusted``: run in this process (the bundled scenarios); otherwise in the sandbox.
     ``on_progress(n)`` is called now and then with the number of events recorded so far.
     Never raises for what the scenario does.
     """
     limits = limits or Limits()
-    if isinstance(path_or_text, Path) or ("\n" not in path_or_text and Path(path_or_text).is_file()):
+    if isinstance(path_or_text, Path) or (trusted and _names_a_file(path_or_text)):
         path = Path(path_or_text).resolve()
-        text = path.read_text(encoding="utf-8")
         filename = filename or display_name(path)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as e:
+            return RunResult(False, None, RunError(type(e).__name__, str(e), filename), filename=filename)
     else:
         text = str(path_or_text)
         filename = filename or UNTRUSTED_FILENAME
     if not trusted:
-        from app.sandbox import run_in_worker
-
         data = run_in_worker(text, filename, limits, on_progress)
         result = RunResult.from_dict(data)
         result.filename = filename
@@ -156,8 +159,20 @@ def run_scenario(
         code = compile(text, filename, "exec", dont_inherit=True)
     except SyntaxError as e:
         return RunResult(False, None, syntax_error(e, filename), filename=filename)
+    except (ValueError, UnicodeError, RecursionError, MemoryError) as e:
+        error = RunError("SyntaxError", f"the scenario cannot be parsed: {type(e).__name__}: {e}", filename)
+        return RunResult(False, None, error, filename=filename)
     namespace = {"__name__": "__main__", "__file__": filename}
     return execute(code, namespace, filename=filename, text=text, limits=limits, on_progress=on_progress)
+
+
+def _names_a_file(text: str) -> bool:
+    if "\n" in text:
+        return False
+    try:
+        return Path(text).is_file()
+    except (OSError, ValueError):  # a name too long, a null byte: text, not a path
+        return False
 
 
 def display_name(path: Path) -> str:
@@ -185,7 +200,8 @@ def error_of(exc: BaseException, filename: str) -> RunError:
     if isinstance(exc, LimitExceeded):
         return RunError("LimitExceeded", str(exc), filename, line, exc.limit)
     if isinstance(exc, MemoryError):
-        return RunError("LimitExceeded", f"memory limit exceeded ({type(exc).__name__}: {exc})", filename, line, "memory_mb")
+        detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        return RunError("LimitExceeded", f"out of memory (memory_mb): {detail}", filename, line, "memory_mb")
     if isinstance(exc, RecursionError):
         return RunError("RecursionError", str(exc), filename, line, None)
     return RunError(type(exc).__name__, str(exc), filename, line)
@@ -239,7 +255,10 @@ def execute(
         with warnings.catch_warnings():
             warnings.simplefilter("default")
             warnings.showwarning = show_warning
-            with trace.record(source_files={filename: text}) as recorder, _capped(recorder, limits, on_progress):
+            with (
+                trace.record(source_files={filename: text}) as recorder,
+                _capped(recorder, limits, on_progress),
+            ):
                 exec(code, namespace)
     except BaseException as exc:  # noqa: BLE001 - whatever the scenario raises is its result
         if isinstance(exc, KeyboardInterrupt) and threading.current_thread() is threading.main_thread():
@@ -248,6 +267,8 @@ def execute(
     finally:
         if gc_was_enabled:
             gc.enable()
+    if recorder is not None and on_progress is not None:
+        on_progress(len(recorder.events))  # the final count, once recording has closed
     document = _document(recorder) if recorder is not None else None
     return RunResult(error is None, document, error, "".join(printed), filename)
 
@@ -270,24 +291,24 @@ def _make_print(sink: Callable[[str], None]) -> Callable[..., None]:
 def _capped(recorder: Any, limits: Limits, on_progress: Callable[[int], None] | None) -> Iterator[None]:
     """Enforce ``limits.max_events`` on the recorder and report progress while the run goes on."""
     recorder.set_event_limit(limits.max_events, lambda n: LimitExceeded("max_events", _events_message(n)))
+    if on_progress is None:
+        yield
+        return
+    # A polling thread: the recorder stays free of callbacks, and a long run reports its event
+    # count a few times a second.
     stop = threading.Event()
-    ticker = None
-    if on_progress is not None:
-        # A polling thread: the recorder stays free of callbacks, and a long run reports its event
-        # count a few times a second.
-        def tick() -> None:
-            while not stop.wait(0.25):
-                on_progress(len(recorder.events))
 
-        ticker = threading.Thread(target=tick, name="autograd-lens-progress", daemon=True)
-        ticker.start()
+    def tick() -> None:
+        while not stop.wait(0.25):
+            on_progress(len(recorder.events))
+
+    ticker = threading.Thread(target=tick, name="autograd-lens-progress", daemon=True)
+    ticker.start()
     try:
         yield
     finally:
         stop.set()
-        if ticker is not None:
-            ticker.join()
-            on_progress(len(recorder.events))  # type: ignore[misc]
+        ticker.join()
 
 
 def _events_message(n: int) -> str:

@@ -27,7 +27,6 @@ from __future__ import annotations
 import ast
 import builtins
 import json
-import math
 import operator
 import os
 import signal
@@ -46,6 +45,8 @@ from RestrictedPython.Guards import guarded_iter_unpack_sequence, guarded_unpack
 from RestrictedPython.transformer import INSPECT_ATTRIBUTES, IOPERATOR_TO_STR, copy_locations
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
+# The module name restricted scenarios run under: their functions and classes carry it.
+SCENARIO_MODULE = "__scenario__"
 
 
 @dataclass(frozen=True)
@@ -54,12 +55,15 @@ class Limits:
 
     cpu_seconds: float = 5.0  # RLIMIT_CPU of the worker (untrusted runs only)
     wall_seconds: float = 15.0  # the parent kills the worker's process group after this
-    memory_mb: int = 512  # RLIMIT_AS of the worker, imports included (about 150 MB)
-    max_events: int = 200_000  # trace length; recording stops with an error beyond it
+    memory_mb: int = 1024  # RLIMIT_AS of the worker, imports included (about 150 MB)
+    # Trace length; recording stops with an error beyond it. A recorded event costs about 2.5 KB
+    # in the worker and 0.3 KB of JSON, and the engine records about 10,000 events a second.
+    max_events: int = 50_000
     max_tensor_numel: int = 1_000_000  # elements of any one tensor a scenario creates
     max_output_mb: int = 256  # bytes the parent accepts back from the worker
     max_open_files: int = 16  # RLIMIT_NOFILE of the worker
     max_file_bytes: int = 0  # RLIMIT_FSIZE of the worker: no file may grow
+    max_source_bytes: int = 1_000_000  # the scenario text itself
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -140,7 +144,15 @@ class ScenarioSyntaxError(SyntaxError):
 
 def compile_untrusted(text: str, filename: str) -> CodeType:
     """Compile scenario text under RestrictedPython, or raise ``ScenarioSyntaxError``."""
-    result = compile_restricted_exec(text, filename=filename, policy=_ScenarioTransformer)
+    try:
+        result = compile_restricted_exec(text, filename=filename, policy=_ScenarioTransformer)
+    except SyntaxError as e:
+        # Found by the final compile() after the checks: 'return' outside function, and the like.
+        raise ScenarioSyntaxError(str(e.msg), (filename, e.lineno, e.offset or 0, e.text)) from None
+    except (ValueError, UnicodeError, RecursionError, MemoryError) as e:
+        # Lone surrogates, nesting too deep for the parser or the transformer.
+        message = f"the scenario cannot be parsed: {type(e).__name__}: {e}"
+        raise ScenarioSyntaxError(message, (filename, None, 0, None)) from None
     if result.errors or result.code is None:
         first = result.errors[0] if result.errors else "the scenario does not compile"
         line = _line_of(first)
@@ -180,7 +192,7 @@ _ALLOWED_MODULES = ("engine", "math")
 # Where the functions and classes a scenario reaches may come from. An allowlist: engine modules
 # import helpers (``inspect``, ``importlib``, ``typing.get_type_hints``, ``operator.attrgetter``...)
 # that would open a way around the guards if a scenario could call them.
-_ALLOWED_ORIGINS = frozenset({"engine", "math", "builtins", "__scenario__"})
+_ALLOWED_ORIGINS = frozenset({"engine", "math", "builtins", SCENARIO_MODULE})
 # Builtins no scenario may reach, even through an engine module that happens to hold one.
 _DANGEROUS_BUILTINS = frozenset(
     id(getattr(builtins, name))
@@ -193,9 +205,14 @@ _DANGEROUS_BUILTINS = frozenset(
 )  # fmt: skip
 
 
+# Of ``engine.trace``, a scenario may only annotate its own trace: ``record(source_files=...)`` reads
+# any file it is given, and a scenario already runs under the worker's recording.
+_TRACE_API = frozenset({"mark"})
+
+
 def _module_allowed(name: str) -> bool:
     parts = name.split(".")
-    if parts[0] not in _ALLOWED_MODULES:
+    if parts[0] not in _ALLOWED_MODULES or name.startswith("engine.trace."):
         return False
     return not any(p.startswith("_") for p in parts[1:])
 
@@ -248,6 +265,8 @@ def guarded_getattr(obj: Any, name: Any, *default: Any) -> Any:
     if isinstance(obj, str) and name in ("format", "format_map"):
         # str.format reaches attributes by name ("{0.__class__}"), past every other guard.
         raise AttributeError("str.format is not available in a scenario; use f-strings or %")
+    if isinstance(obj, ModuleType) and obj.__name__ == "engine.trace" and name not in _TRACE_API:
+        raise AttributeError(f"engine.trace.{name} is not available in a scenario (only engine.trace.mark)")
     value = getattr(obj, name, *default)
     return check_value(value, f"{type(obj).__name__}.{name}")
 
@@ -302,8 +321,10 @@ def guarded_import(
         # ``from m import x`` reads x with a plain getattr, past ``_getattr_``: check it here.
         if item == "*":
             raise ImportError("'from ... import *' is not available in a scenario")
-        _check_name(item)
-        check_value(getattr(module, item), f"from {name} import {item}")
+        try:
+            guarded_getattr(module, item)
+        except AttributeError as e:
+            raise ImportError(f"cannot import name {item!r} from {name!r}: {e}") from None
     return module
 
 
@@ -354,8 +375,6 @@ class PrintCollector:
         type(self).sink(text)
 
 
-SCENARIO_MODULE = "__scenario__"
-
 _EXTRA_BUILTINS: dict[str, Any] = {
     name: getattr(builtins, name)
     for name in (
@@ -379,7 +398,6 @@ def restricted_globals(print_sink: Callable[[str], None]) -> dict[str, Any]:
             "setattr": guarded_setattr,
             "delattr": guarded_delattr,
             "type": guarded_type,
-            "math": math,
         }
     )
     scenario_builtins.pop("_getattr_", None)
@@ -440,6 +458,10 @@ def run_in_worker(
     Never raises for anything the scenario does and never waits longer than
     ``limits.wall_seconds`` (plus the time to kill and reap the worker).
     """
+    if len(text.encode("utf-8", "surrogatepass")) > limits.max_source_bytes:
+        return _limit_error(
+            "max_source_bytes", f"the scenario is longer than {limits.max_source_bytes} bytes"
+        )
     job = json.dumps({"text": text, "filename": filename, "limits": limits.to_dict()}).encode()
     max_out = limits.max_output_mb * 1024 * 1024
     with tempfile.TemporaryDirectory(prefix="autograd-lens-") as workdir:
@@ -479,7 +501,10 @@ def run_in_worker(
                 err_tail.append(line)
                 del err_tail[:-40]
 
-        readers = [threading.Thread(target=read_stdout, daemon=True), threading.Thread(target=read_stderr, daemon=True)]
+        readers = [
+            threading.Thread(target=read_stdout, daemon=True),
+            threading.Thread(target=read_stderr, daemon=True),
+        ]
         for t in readers:
             t.start()
         timed_out = False
@@ -541,5 +566,7 @@ def _outcome(
         "ok": False,
         "trace": None,
         "stdout": "",
-        "error": _error_dict("WorkerError", f"the scenario worker died ({why})" + (f":\n{detail}" if detail else "")),
+        "error": _error_dict(
+            "WorkerError", f"the scenario worker died ({why})" + (f":\n{detail}" if detail else "")
+        ),
     }

@@ -15,7 +15,7 @@ from engine.utils.checkpoint import checkpoint_sequential
 torch.manual_seed(0)
 
 layers = []
-for i in range(4):
+for _ in range(4):
     layers.append(nn.Linear(3, 3))
     layers.append(nn.Tanh())
 layers.append(nn.Linear(3, 3))

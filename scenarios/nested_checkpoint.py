@@ -45,8 +45,8 @@ class OuterBlock(nn.Module):
         return checkpoint(big, x, use_reentrant=False)
 
 
-x = torch.randn(2, 2, requires_grad=True)
-block = OuterBlock(2)
+x = torch.randn(2, 3, requires_grad=True)
+block = OuterBlock(3)
 out = block(x)
 out.sum().backward()
 print("x.grad:", x.grad)

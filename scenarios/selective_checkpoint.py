@@ -29,7 +29,9 @@ def f(a, w):
 
 x = torch.randn(2, 3, requires_grad=True)
 w = torch.randn(3, 3, requires_grad=True)
-out = checkpoint(f, x, w, use_reentrant=False, context_fn=lambda: create_selective_checkpoint_contexts(policy))
+out = checkpoint(
+    f, x, w, use_reentrant=False, context_fn=lambda: create_selective_checkpoint_contexts(policy)
+)
 out.sum().backward()
 print("x.grad:", x.grad)
 print("w.grad:", w.grad)

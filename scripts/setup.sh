@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Set up what the project needs on a fresh Debian machine (run as root): the project's venv in
-# .venv and, with --oracle, the reference PyTorch (torch 2.8.0) that differential tests compare
-# against. Safe to re-run: each step is skipped when already done.
+# .venv; with --oracle, the reference PyTorch (torch 2.8.0) that differential tests compare
+# against; with --browser, Debian's Chromium for the browser tests (Playwright drives it; its own
+# browser download never works here). Safe to re-run: each step is skipped when already done.
 #
 # The oracle lives in a venv of its own under ~/.cache/autograd-lens (3-4 GB, a CUDA build that
 # runs on the CPU), shared by every clone and every CI run on this machine; .venv sees it
@@ -10,10 +11,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 WANT_ORACLE=0
+WANT_BROWSER=0
 for arg in "$@"; do
   case "$arg" in
     --oracle) WANT_ORACLE=1 ;;
-    *) echo "setup.sh: unknown option $arg (known: --oracle)" >&2; exit 2 ;;
+    --browser) WANT_BROWSER=1 ;;
+    *) echo "setup.sh: unknown option $arg (known: --oracle, --browser)" >&2; exit 2 ;;
   esac
 done
 
@@ -24,10 +27,11 @@ CACHE=${AUTOGRAD_LENS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/autograd-lens}
 ORACLE_VENV="$CACHE/torch-$ORACLE_VERSION-py$PYVER"
 
 # 1. System packages (Debian): python3-venv if the interpreter cannot make venvs, Graphviz's
-#    `dot` to render graphs as SVG.
+#    `dot` to render graphs as SVG, Chromium for the browser tests.
 APT=()
 "$PY" -c 'import ensurepip, venv' >/dev/null 2>&1 || APT+=(python3-venv)
 command -v dot >/dev/null 2>&1 || APT+=(graphviz)
+if [ "$WANT_BROWSER" = 1 ] && [ ! -x /usr/bin/chromium ]; then APT+=(chromium); fi
 if [ ${#APT[@]} -gt 0 ]; then
   echo "setup: installing ${APT[*]} (apt)"
   apt-get update -qq

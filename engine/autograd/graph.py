@@ -71,6 +71,7 @@ class Node:
     """
 
     _node_name: ClassVar[str | None] = None
+
     def __init__(self, sequence_nr: int | None = None) -> None:
         # See Note [sequence_nr] in engine/_C.py.
         if sequence_nr is None:

@@ -10,8 +10,10 @@ Note [Trace ids and ordering]
 Tensors, nodes, frames, holders and storages get small integer ids, each kind counting from 0 in
 the order their first event is emitted, so the same run gives the same ids whatever Python's
 ``id()`` values are. Graph-task ids (a process-wide counter in the engine) are mapped the same
-way, in order of appearance; a checkpoint's temporary gid (an unpack outside backward: a random
-uuid) becomes ``"tmp<n>"`` and a ``GraphExecGroup`` ``"group<n>"``.
+way, in order of appearance, and a node's ``seq_nr`` counts from the recording's start
+(negative for a node made before it; AccumulateGrad keeps UINT64_MAX). A checkpoint's
+temporary gid (an unpack outside backward: a random uuid) becomes ``"tmp<n>"`` and a
+``GraphExecGroup`` ``"group<n>"``.
 
 A tensor is registered when it is created (``_init_tensor``) but its ``tensor_new`` is emitted
 just before the next event, because only then are its ``grad_fn`` and ``requires_grad`` set (an
@@ -33,17 +35,16 @@ from __future__ import annotations
 
 import sys
 import threading
-from inspect import CO_OPTIMIZED
 import time
 import weakref
 from collections import deque
 from collections.abc import Callable
+from inspect import CO_OPTIMIZED
 from types import FrameType
 from typing import Any
 
 # An event, JSON-ready.
 Event = dict[str, Any]
-
 
 
 def _locals_of(frame: FrameType) -> dict[str, Any]:
@@ -177,6 +178,9 @@ class RecorderCore:
         self._n_tensors = self._n_nodes = self._n_frames = self._n_holders = 0
         self._storage_ids: dict[int, int] = {}
         self._n_storages = 0
+        # Node sequence numbers count from the recording's start (the engine's counter is
+        # per thread and runs on across runs); see Note [Trace ids and ordering].
+        self.seq_base = _tls.sequence_nr
         self._task_gids: dict[int, int] = {}
         self._other_gids: dict[Any, str] = {}
         # memory, see the ``mem`` field in docs/trace.md
@@ -227,6 +231,14 @@ class RecorderCore:
         if handler is None:
             raise ValueError(f"engine.trace: unknown event kind {kind!r}")
         handler(fields)
+
+    def _callback(self, kind: str, entry: Any) -> Callable[[weakref.ref[Any]], None]:
+        """The weak-reference callback that reports ``entry``'s object dead as ``kind``."""
+
+        def dead(_: weakref.ref[Any]) -> None:
+            self._dead(kind, entry)
+
+        return dead
 
     def _dead(self, kind: str, entry: Any) -> None:
         """A weak-reference callback: the object behind ``entry`` was freed."""
@@ -283,7 +295,8 @@ class RecorderCore:
         gid = self._other_gids.get(raw)
         if gid is None:
             prefix = "tmp" if isinstance(raw, int) else "group"
-            gid = self._other_gids[raw] = f"{prefix}{len(self._other_gids)}"
+            n = sum(1 for g in self._other_gids.values() if g.startswith(prefix))
+            gid = self._other_gids[raw] = f"{prefix}{n}"
         return gid
 
     def mem(self) -> dict[str, int]:
@@ -324,7 +337,7 @@ class RecorderCore:
     def _register_tensor(self, t: Any) -> TensorEntry:
         entry = TensorEntry()
         entry.key = id(t)
-        entry.ref = weakref.ref(t, lambda _, e=entry: self._dead("tensor_free", e))
+        entry.ref = weakref.ref(t, self._callback("tensor_free", entry))
         entry.src = self.where()[1]
         entry.phase, entry.gid = self.phase(), self.gid()
         self._tensors[entry.key] = entry
@@ -382,21 +395,17 @@ class RecorderCore:
 
     def tid(self, t: Any) -> int | None:
         """The id of a tensor (None for None and for wrapped Python numbers)."""
-        if t is None:
+        if t is None or t._wrapped_number:
             return None
         entry = self._tensors.get(id(t))
         if entry is None or entry.ref is None or entry.ref() is not t:
-            if t._wrapped_number:
-                return None
             entry = TensorEntry()
             entry.key = id(t)
-            entry.ref = weakref.ref(t, lambda _, e=entry: self._dead("tensor_free", e))
+            entry.ref = weakref.ref(t, self._callback("tensor_free", entry))
             entry.src, entry.phase, entry.gid = self.where()[1], self.phase(), self.gid()
             self._tensors[entry.key] = entry
             self._tensor_new(t, entry, pre_existing=True)
         elif entry.tid is None:
-            if t._wrapped_number:
-                return None
             self._tensor_new(t, entry)
         return entry.tid
 
@@ -438,7 +447,7 @@ class RecorderCore:
     def new_node_entry(self, node: Any) -> NodeEntry:
         entry = NodeEntry(self._n_nodes, id(node))
         self._n_nodes += 1
-        entry.ref = weakref.ref(node, lambda _, e=entry: self._dead("node_free", e))
+        entry.ref = weakref.ref(node, self._callback("node_free", entry))
         self._nodes[entry.key] = entry
         return entry
 
@@ -456,7 +465,7 @@ class RecorderCore:
     def new_frame_entry(self, frame: Any, label: str) -> FrameEntry:
         entry = FrameEntry(self._n_frames, id(frame), label)
         self._n_frames += 1
-        entry.ref = weakref.ref(frame, lambda _, e=entry: self._dead("frame_gc", e))
+        entry.ref = weakref.ref(frame, self._callback("frame_gc", entry))
         self._frames[entry.key] = entry
         return entry
 
@@ -471,13 +480,14 @@ class RecorderCore:
     def new_holder_entry(self, holder: Any, fid: int | None, index: int | None) -> HolderEntry:
         entry = HolderEntry(self._n_holders, id(holder), fid, index)
         self._n_holders += 1
-        entry.ref = weakref.ref(holder, lambda _, e=entry: self._dead("holder_gc", e))
+        entry.ref = weakref.ref(holder, self._callback("holder_gc", entry))
         self._holders[entry.key] = entry
         return entry
 
     def forget(self, registry: dict[int, Any], entry: Any) -> None:
-        if registry.get(entry.key) is entry:
-            del registry[entry.key]
+        key = entry.key
+        if registry.get(key) is entry:
+            del registry[key]
 
     # --- names ----------------------------------------------------------------------------------
 

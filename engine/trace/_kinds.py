@@ -5,12 +5,14 @@ tensor an event names already has its ``tensor_new``.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from engine.trace._core import FrameEntry, HolderEntry, NodeEntry, RecorderCore, TensorEntry
 
 # AccumulateGrad's sequence number is UINT64_MAX; JSON keeps it exact (a JavaScript number would
 # not: viewers should treat any seq_nr >= 2**53 as "runs as soon as ready").
+UINT64_MAX = 2**64 - 1
 
 
 class Recorder(RecorderCore):
@@ -51,7 +53,8 @@ class Recorder(RecorderCore):
             return None
         if v._wrapped_number:
             x = v._data.item()
-            return {"scalar": x if isinstance(x, bool | int | float) else repr(x)}
+            plain = isinstance(x, bool | int) or (isinstance(x, float) and math.isfinite(x))
+            return {"scalar": x if plain else repr(x)}
         return self.tid(v)
 
     # --- autograd kinds -------------------------------------------------------------------------
@@ -61,7 +64,7 @@ class Recorder(RecorderCore):
         fields: dict[str, Any] = {
             "node": entry.nid,
             "name": node.name(),
-            "seq_nr": node._seq_nr,
+            "seq_nr": node._seq_nr if node._seq_nr == UINT64_MAX else node._seq_nr - self.seq_base,
             "next": [self._edge(e) for e in node._next_edges],
             "frame": self._frame_in_hooks(),
             "recompute": bool(self.recomputing),

@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import os
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from app.runner import RunResult, list_scenarios, run_scenario
 from app.sandbox import (
@@ -77,6 +80,33 @@ def test_compile_time_rejections_name_the_line(case: str) -> None:
     assert isinstance(info.value, ScenarioSyntaxError)
 
 
+TOKENS = [
+    "import", "engine", "os", "__class__", "(", ")", "[", "]", ".", ":", "=", "+=", "lambda", "def",
+    "class", "x", "torch", "yield", "\n", "    ", "'{0.__class__}'", "format", "__import__", "0",
+    "exec", "eval", "open", "\x00", "\udcff", "#", "if", "else", ",", "*", "**", "from", "_x",
+]  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(st.text(max_size=200), st.lists(st.sampled_from(TOKENS), max_size=40).map(" ".join)))
+def test_any_text_compiles_or_is_a_scenario_syntax_error(text: str) -> None:
+    try:
+        compile_untrusted(text, "<scenario>")
+    except ScenarioSyntaxError as e:
+        assert e.msg
+        assert e.lineno is None or e.lineno >= 1
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["x = 1\x00\n", "\udcff = 1\n", "x = " + "(" * 5000 + ")" * 5000 + "\n"],
+    ids=["nul", "surrogate", "nested"],
+)
+def test_unparsable_text_is_a_syntax_error(text: str) -> None:
+    with pytest.raises(ScenarioSyntaxError):
+        compile_untrusted(text, "<scenario>")
+
+
 def test_super_init_and_augmented_assignment_compile() -> None:
     text = (
         "import engine as torch\nfrom engine import nn\n"
@@ -105,8 +135,16 @@ RUNTIME_REJECTS = {
     "format_attribute": ("s = '{0.__class__}'.format(1)\n", AttributeError, "str.format"),
     "format_map": ("s = '{x.__class__}'.format_map({'x': 1})\n", AttributeError, "str.format"),
     "tensor_numpy": (HEADER + "a = torch.ones(3).numpy()\n", AttributeError, '"numpy"'),
-    "kernel_array_tofile": (HEADER + "a = torch.ops.sin.kernel([1.0])\na.tofile('x.bin')\n", AttributeError, '"tofile"'),
-    "kernel_array_any_attribute": (HEADER + "b = torch.ops.sin.kernel([1.0]).base\n", AttributeError, "raw NumPy objects"),
+    "kernel_array_tofile": (
+        HEADER + "a = torch.ops.sin.kernel([1.0])\na.tofile('x.bin')\n",
+        AttributeError,
+        '"tofile"',
+    ),
+    "kernel_array_any_attribute": (
+        HEADER + "b = torch.ops.sin.kernel([1.0]).base\n",
+        AttributeError,
+        "raw NumPy objects",
+    ),
     "kernel_array_dump": (HEADER + "torch.ops.sin.kernel([1.0]).dump('x')\n", AttributeError, '"dump"'),
     "open": ("f = open('/etc/passwd')\n", NameError, "open"),
     "globals": ("g = globals()\n", NameError, "globals"),
@@ -116,6 +154,15 @@ RUNTIME_REJECTS = {
     "setattr_module": (HEADER + "setattr(torch, 'ones', None)\n", TypeError, "cannot modify"),
     "setattr_dunder": ("class A:\n    pass\nsetattr(A(), '__class__', int)\n", AttributeError, '"__class__"'),
     "write_engine_class": (HEADER + "torch.Tensor.sin = None\n", TypeError, "cannot modify the class"),
+    # record() reads any file it is given: only mark() of engine.trace is available.
+    "trace_record": (
+        HEADER + "r = torch.trace.record(source_files=['/etc/passwd'])\n",
+        AttributeError,
+        "only",
+    ),
+    "from_trace_import_record": ("from engine.trace import record\n", ImportError, "engine.trace.record"),
+    "import_trace_submodule": ("import engine.trace.record as r\n", ImportError, "engine.trace.record"),
+    "from_import_missing": ("from engine import no_such_name\n", ImportError, "cannot import name"),
 }
 
 
@@ -133,6 +180,7 @@ def test_the_engine_api_stays_usable() -> None:
         "x = torch.randn(3, requires_grad=True)\n"
         "y = checkpoint(lambda t: t.sin().exp(), x, use_reentrant=False)\n"
         "y.sum().backward()\n"
+        "from engine import trace\ntrace.mark('here', step=1)\n"
         "print(x.grad.shape, CheckpointPolicy.MUST_SAVE.name, round(math.pi, 2), hasattr(x, 'grad'))\n"
     )
     error, printed = run_here(text)
@@ -158,6 +206,19 @@ def test_syntax_error_in_the_worker_names_the_line() -> None:
     assert result.trace is None
 
 
+def test_unparsable_text_in_the_worker_is_a_syntax_error() -> None:
+    result, _ = run_untrusted("x = 1\x00\n")
+    assert result.error is not None and result.error.type == "SyntaxError"
+
+
+def test_untrusted_text_naming_a_file_is_text_not_the_file(tmp_path: Path) -> None:
+    secret = tmp_path / "secret.py"
+    secret.write_text("print('the secret')\n")
+    result, _ = run_untrusted(str(secret))
+    assert result.error is not None and result.error.type == "SyntaxError"
+    assert "the secret" not in result.stdout + result.error.message
+
+
 def test_forbidden_import_in_the_worker_names_the_line() -> None:
     result, _ = run_untrusted(HEADER + "x = torch.ones(2)\nimport os\n")
     assert result.error is not None
@@ -170,14 +231,14 @@ def test_forbidden_import_in_the_worker_names_the_line() -> None:
 
 
 def test_infinite_loop_hits_the_cpu_limit() -> None:
-    result, seconds = run_untrusted("n = 0\nwhile True:\n    n = n + 1\n")
+    result, seconds = run_untrusted("n = 0\nwhile True:\n    n = n + 1\n", Limits(cpu_seconds=1))
     assert_limit(result, "cpu_seconds", seconds, bound=10)
     assert result.error is not None and result.error.line in (2, 3)
 
 
 def test_a_loop_that_swallows_the_limit_is_killed() -> None:
     text = "while True:\n    try:\n        while True:\n            pass\n    except BaseException:\n        pass\n"
-    result, seconds = run_untrusted(text)
+    result, seconds = run_untrusted(text, Limits(cpu_seconds=1))
     assert_limit(result, "cpu_seconds", seconds, bound=12)
 
 
@@ -259,6 +320,11 @@ def test_progress_is_reported_while_a_long_run_goes_on() -> None:
     assert seen, "no progress was reported"
     assert seen == sorted(seen)
     assert seen[-1] == len(result.trace["events"])  # type: ignore[index]
+
+
+def test_oversized_text_is_refused_before_starting_a_worker() -> None:
+    result, seconds = run_untrusted("x = 1\n" * 300_000)
+    assert_limit(result, "max_source_bytes", seconds, bound=1)
 
 
 def test_a_crashed_worker_is_a_clear_error() -> None:

@@ -1,0 +1,139 @@
+"""``autograd-lens`` (``app/cli.py``): trace, dot, scenarios, serve, exit codes and progress."""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from app.cli import Progress, main
+from app.runner import PROJECT_ROOT, list_scenarios
+
+
+def test_scenarios_lists_every_id_with_its_title(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["scenarios"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    infos = list_scenarios()
+    assert len(lines) == len(infos)
+    assert lines[0].split(None, 1) == [infos[0].id, infos[0].title]
+
+
+def test_trace_writes_the_json_document(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "trace.json"
+    assert main(["trace", "single_checkpoint", "-o", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    assert doc["schema"] == "autograd-lens/trace"
+    assert doc["events"][0]["seq"] == 0
+    err = capsys.readouterr().err
+    assert "x.grad: tensor(" in err  # the scenario's output goes to stderr
+    assert f"wrote {len(doc['events'])} events to {out}" in err
+
+
+def test_trace_to_stdout_by_path(capsys: pytest.CaptureFixture[str]) -> None:
+    path = PROJECT_ROOT / "scenarios" / "early_stop_on.py"
+    assert main(["trace", str(path), "-q"]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["sources"].keys() == {"scenarios/early_stop_on.py"}
+    assert captured.err == ""  # -q: no scenario output
+
+
+def test_trace_chrome_format(tmp_path: Path) -> None:
+    out = tmp_path / "trace.chrome.json"
+    assert main(["trace", "nested_checkpoint", "-o", str(out), "--format", "chrome", "-q"]) == 0
+    doc = json.loads(out.read_text())
+    assert doc["traceEvents"]
+    assert {"ph", "name"} <= set(doc["traceEvents"][0])
+
+
+def test_a_failing_scenario_exits_1_and_still_writes_its_trace(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "trace.json"
+    assert main(["trace", "determinism_error", "-o", str(out)]) == 1
+    assert json.loads(out.read_text())["events"][-1]["kind"] == "error"
+    err = capsys.readouterr().err
+    assert "the scenario failed: scenarios/determinism_error.py:28: CheckpointError" in err
+
+
+def test_unknown_scenario_exits_2_and_names_the_known_ones(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["trace", "no_such_thing"]) == 2
+    err = capsys.readouterr().err
+    assert "no_such_thing" in err and "single_checkpoint" in err
+
+
+def test_dot_writes_dot_source(tmp_path: Path) -> None:
+    out = tmp_path / "graph.dot"
+    assert main(["dot", "single_checkpoint", "-o", str(out), "-q"]) == 0
+    text = out.read_text()
+    assert text.lstrip().startswith("digraph")
+    assert "cluster" in text  # the checkpoint frame
+
+
+@pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz's dot binary is not installed")
+def test_dot_renders_svg(tmp_path: Path) -> None:
+    out = tmp_path / "graph.svg"
+    assert main(["dot", "nested_checkpoint", "-o", str(out), "-q"]) == 0
+    assert "<svg" in out.read_text()
+
+
+def test_dot_refuses_other_formats(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["dot", "single_checkpoint", "-o", str(tmp_path / "graph.png")]) == 2
+    assert ".svg" in capsys.readouterr().err
+
+
+def test_serve_is_not_built_yet(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["serve"]) == 2
+    assert "not built yet" in capsys.readouterr().err
+
+
+def test_untrusted_runs_in_the_sandbox(tmp_path: Path) -> None:
+    trusted, sandboxed = tmp_path / "t.json", tmp_path / "s.json"
+    assert main(["trace", "early_stop_off", "-o", str(trusted), "-q"]) == 0
+    assert main(["trace", "early_stop_off", "-o", str(sandboxed), "-q", "--untrusted"]) == 0
+    kinds = [[e["kind"] for e in json.loads(p.read_text())["events"]] for p in (trusted, sandboxed)]
+    assert kinds[0] == kinds[1]
+
+
+def test_untrusted_limits_are_options(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    script = tmp_path / "loop.py"
+    script.write_text("while True:\n    pass\n")
+    assert (
+        main(["trace", str(script), "--untrusted", "--cpu-seconds", "1", "-o", str(tmp_path / "x.json")]) == 1
+    )
+    assert "CPU time limit of 1 s exceeded" in capsys.readouterr().err
+
+
+def test_progress_shows_the_event_count_after_half_a_second() -> None:
+    stream = io.StringIO()
+    progress = Progress(stream, enabled=True)
+    progress(10)
+    assert stream.getvalue() == ""  # short runs stay quiet
+    progress.start = time.monotonic() - 1
+    progress(1234)
+    assert stream.getvalue() == "\rrecording... 1234 events"
+    progress.done()
+    assert stream.getvalue().endswith("\r\033[K")
+    quiet = io.StringIO()
+    off = Progress(quiet, enabled=False)
+    off.start -= 1
+    off(5)
+    off.done()
+    assert quiet.getvalue() == ""
+
+
+def test_module_entry_point() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "app.cli", "scenarios"],
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "single_checkpoint" in done.stdout
