@@ -28,7 +28,9 @@ Note [Re-entrant emission]
 Weak-reference callbacks run whenever an object dies, which includes the middle of the
 recorder's own work (the cyclic garbage collector may run at any allocation). An emission that
 arrives while another is being handled is queued and handled right after it, so events are
-never interleaved and ``seq`` stays contiguous.
+never interleaved and ``seq`` stays contiguous. Only the thread that started recording is
+recorded; an object of the run that dies on another thread is reported at the recording
+thread's next event.
 """
 
 from __future__ import annotations
@@ -43,8 +45,22 @@ from inspect import CO_OPTIMIZED
 from types import FrameType
 from typing import Any
 
+import numpy as np
+
 # An event, JSON-ready.
 Event = dict[str, Any]
+
+
+def _storage_root(a: np.ndarray) -> np.ndarray:
+    """The array owning the memory of ``a``: the storage a tensor's bytes are counted in."""
+    while True:
+        base = a.base
+        if not isinstance(base, np.ndarray):
+            # NumPy's as_strided wraps its input in a DummyArray whose ``base`` is the array.
+            base = getattr(base, "base", None)
+            if not isinstance(base, np.ndarray):
+                return a
+        a = base
 
 
 def _locals_of(frame: FrameType) -> dict[str, Any]:
@@ -153,11 +169,12 @@ class RecorderCore:
 
     def __init__(self, events: list[Event], files: dict[str, str]) -> None:
         from engine._C import _tls
-        from engine._tensor import Tensor, _storage_root
+        from engine._tensor import Tensor
+        from engine.nn.modules.module import Module
 
         self._tls = _tls
         self._Tensor = Tensor
-        self._storage_root = _storage_root
+        self._Module = Module
         self.events = events
         self._files = files  # co_filename -> the name used in src
         self._t0 = time.monotonic_ns()
@@ -165,10 +182,11 @@ class RecorderCore:
         self.closed = False
         self._busy = False
         self._deferred: deque[tuple[str, dict[str, Any]]] = deque()
+        # Deaths seen on other threads, handled on the recording thread's next event.
+        self._foreign: deque[tuple[str, dict[str, Any]]] = deque()
         self._limit: int | None = None
         self._make_limit_error: Callable[[int], BaseException] | None = None
         self.truncated = False
-        self._limit_raised = False
         # registries, keyed by id() of the live object; see Note [Trace ids and ordering]
         self._tensors: dict[int, TensorEntry] = {}
         self._pending: list[TensorEntry] = []
@@ -187,9 +205,9 @@ class RecorderCore:
         self.live = _Storages()
         self.saved = _Storages()
         self.recomputed = _Storages()
-        # names: tensors alive and not yet named (by id()), module namespaces seen
+        # names: tensors alive and not yet named, by id()
         self._unnamed: dict[int, TensorEntry] = {}
-        self._scopes: dict[int, dict[str, Any]] = {}
+        self._modules_seen: set[int] = set()  # nn.Modules whose parameters were named
         # run state mirrored from the events (the hooks stack, recomputations, backward calls)
         self.hooks: list[dict[str, Any]] = []
         self.recomputing: list[tuple[int | None, Any]] = []  # (frame, hook gid)
@@ -202,8 +220,8 @@ class RecorderCore:
         if self.closed or threading.get_ident() != self._thread:
             return
         self._receive(kind, fields)
-        if self.truncated and not self._limit_raised:
-            self._limit_raised = True
+        if self.truncated:
+            # Raised at every event from then on, so code that swallows it cannot run on.
             assert self._make_limit_error is not None and self._limit is not None
             raise self._make_limit_error(self._limit)
 
@@ -216,6 +234,8 @@ class RecorderCore:
             return
         self._busy = True
         try:
+            while self._foreign:
+                self._handle(*self._foreign.popleft())
             self._handle(kind, fields)
             while self._deferred:
                 self._handle(*self._deferred.popleft())
@@ -242,8 +262,12 @@ class RecorderCore:
 
     def _dead(self, kind: str, entry: Any) -> None:
         """A weak-reference callback: the object behind ``entry`` was freed."""
-        if not self.closed:
-            self._receive(kind, {"entry": entry})
+        if self.closed:
+            return
+        if threading.get_ident() != self._thread:
+            self._foreign.append((kind, {"entry": entry}))  # deque.append is thread-safe
+            return
+        self._receive(kind, {"entry": entry})
 
     def set_event_limit(self, limit: int | None, make_error: Callable[[int], BaseException]) -> None:
         self._limit = limit
@@ -258,8 +282,6 @@ class RecorderCore:
         while f is not None:
             name = files.get(f.f_code.co_filename)
             if name is not None:
-                if f.f_code.co_name == "<module>":
-                    self._scopes.setdefault(id(f.f_globals), f.f_globals)
                 return f, {"file": name, "line": f.f_lineno}
             f = f.f_back
         return None, None
@@ -364,14 +386,18 @@ class RecorderCore:
         entry.ref = None  # its callback can no longer fire
 
     def _tensor_new(self, t: Any, entry: TensorEntry, pre_existing: bool = False) -> None:
+        # What it refers to first: they may need their own *_new events, which come before this
+        # one and so take the smaller ids (see Note [Trace ids and ordering]).
+        view = t._view
+        node = self.nid(t._grad_fn)
+        base = self.tid(view.base) if view is not None else None
         entry.tid = self._n_tensors
         self._n_tensors += 1
-        root = self._storage_root(t._data)
+        root = _storage_root(t._data)
         entry.skey = id(root)
         if self.live.add(entry.skey, int(root.nbytes)):
             self._storage_ids[entry.skey] = self._n_storages
             self._n_storages += 1
-        view = t._view
         fields: dict[str, Any] = {
             "tensor": entry.tid,
             "shape": list(t._data.shape),
@@ -380,9 +406,9 @@ class RecorderCore:
             "requires_grad": bool(t.requires_grad),
             # Read without ``t.is_leaf``/``t.grad_fn``: on a stale view they rebuild its grad_fn.
             "is_leaf": t._grad_fn is None,
-            "node": self.nid(t._grad_fn),
+            "node": node,
             "output_nr": t._output_nr,
-            "base": self.tid(view.base) if view is not None else None,
+            "base": base,
             "storage": self._storage_ids[entry.skey],
             "storage_nbytes": int(root.nbytes),
             "version": t._version_counter.version,
@@ -422,7 +448,7 @@ class RecorderCore:
 
     def storage_of(self, t: Any) -> tuple[int, int]:
         """(storage key, storage bytes) of a tensor."""
-        root = self._storage_root(t._data)
+        root = _storage_root(t._data)
         return id(root), int(root.nbytes)
 
     # --- nodes, frames, holders -----------------------------------------------------------------
@@ -496,12 +522,18 @@ class RecorderCore:
 
         Called on every event while some tensor is unnamed: an assignment ``y = x.sin()`` binds
         ``y`` after the op's events, so a later event in that frame names it. The first name a
-        tensor is seen under wins (a tensor made in a function keeps the name it had there).
+        tensor is seen under wins (a tensor made in a function keeps the name it had there). The
+        file's global variables come first, so a model's parameters are named from the model
+        variable (``m.blocks.0.net.0.weight``), not from a loop variable inside its methods.
         """
+        if frame.f_code.co_flags & CO_OPTIMIZED:
+            self._name_from(frame.f_globals)
+            if not self._unnamed:
+                return
         self._name_from(_locals_of(frame))
 
     def _name_from(self, scope: dict[str, Any]) -> None:
-        tensor, unnamed = self._Tensor, self._unnamed
+        tensor, module, unnamed = self._Tensor, self._Module, self._unnamed
         for name, value in list(scope.items()):
             if isinstance(value, tensor):
                 self._set_name(value, name)
@@ -509,6 +541,12 @@ class RecorderCore:
                 for i, v in enumerate(value):
                     if isinstance(v, tensor):
                         self._set_name(v, f"{name}[{i}]")
+            elif isinstance(value, module) and name != "self" and id(value) not in self._modules_seen:
+                # Parameters by their path in a model variable: ``model.fc1.weight`` (inside a
+                # module's own methods, ``self`` would name them before the model variable does).
+                self._modules_seen.add(id(value))
+                for path, p in value.named_parameters():
+                    self._set_name(p, f"{name}.{path}")
             if not unnamed:
                 return
 
@@ -518,19 +556,10 @@ class RecorderCore:
             del self._unnamed[id(t)]
             entry.event["name"] = name
 
-    def name_remaining(self, scopes: list[dict[str, Any]]) -> None:
-        """At the end: name tensors still alive and unnamed from the recorded modules' variables,
-        and parameters of the ``nn.Module``s found there (``model.fc1.weight``)."""
-        from engine.nn.modules.module import Module
-
-        for scope in [*scopes, *self._scopes.values()]:
-            if not self._unnamed:
-                return
-            self._name_from(scope)
-            for name, value in list(scope.items()):
-                if isinstance(value, Module) and not name.startswith("__"):
-                    for pname, p in value.named_parameters():
-                        self._set_name(p, f"{name}.{pname}")
+    def name_remaining(self, scope: dict[str, Any]) -> None:
+        """At the end: name what is still unnamed from the variables of the recording's caller."""
+        self._modules_seen.clear()  # parameters made since a model was first seen
+        self._name_from(scope)
 
     def close(self) -> None:
         """Stop: drop every registry, so no weak-reference callback can fire into this recorder."""
@@ -539,5 +568,5 @@ class RecorderCore:
             registry.clear()
         self._pending.clear()
         self._unnamed.clear()
-        self._scopes.clear()
+        self._modules_seen.clear()
         self._deferred.clear()

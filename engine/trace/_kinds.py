@@ -60,17 +60,20 @@ class Recorder(RecorderCore):
     # --- autograd kinds -------------------------------------------------------------------------
 
     def register_node(self, node: Any, pre_existing: bool = False) -> NodeEntry:
+        # The nodes and leaf it refers to first: their events come before, with smaller ids.
+        next_edges = [self._edge(e) for e in node._next_edges]
+        variable = self.tid(node.variable) if isinstance(node, self._AccumulateGrad) else None
         entry = self.new_node_entry(node)
         fields: dict[str, Any] = {
             "node": entry.nid,
             "name": node.name(),
             "seq_nr": node._seq_nr if node._seq_nr == UINT64_MAX else node._seq_nr - self.seq_base,
-            "next": [self._edge(e) for e in node._next_edges],
+            "next": next_edges,
             "frame": self._frame_in_hooks(),
             "recompute": bool(self.recomputing),
         }
         if isinstance(node, self._AccumulateGrad):
-            fields["variable"] = self.tid(node.variable)
+            fields["variable"] = variable
         if pre_existing:
             fields["pre_existing"] = True
         self.append("node_new", fields)

@@ -58,7 +58,7 @@ class Trace:
         self, limit: int | None, make_error: Callable[[int], BaseException] | None = None
     ) -> None:
         """Stop recording after ``limit`` events: the recorded code then gets
-        ``make_error(limit)`` (a ``TraceLimitExceeded`` by default) raised at its next event."""
+        ``make_error(limit)`` (a ``TraceLimitExceeded`` by default) raised at every event."""
         if self._recorder is not None:
             self._recorder.set_event_limit(
                 limit, make_error or (lambda n: TraceLimitExceeded(f"the trace reached {n} events"))
@@ -114,8 +114,8 @@ class _Recording:
             emit._install(None)
             _active.clear()
             caller = sys._getframe(1)
-            scopes = [_locals_of(caller)] if caller.f_code.co_filename in self.files else []
-            recorder.name_remaining(scopes)
+            if caller.f_code.co_filename in self.files:
+                recorder.name_remaining(_locals_of(caller))
             self.trace.meta.update(n_events=len(self.trace.events), truncated=recorder.truncated)
             recorder.close()
             self.trace._recorder = None

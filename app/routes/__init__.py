@@ -1,0 +1,1 @@
+"""The HTTP routes: ``api`` (JSON), ``stream`` (Server-Sent Events), ``pages`` (HTML)."""

@@ -1,0 +1,173 @@
+"""The JSON API: scenarios, runs, and a finished run's exports (docs/api.md)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal
+
+from fastapi import APIRouter, HTTPException, Query, Response
+from starlette.concurrency import run_in_threadpool
+
+from app.deps import ManagerDep, RunDep
+from app.models import (
+    ErrorResponse,
+    Run,
+    RunCreate,
+    RunCreated,
+    RunErrorInfo,
+    Scenario,
+    ValidationErrorResponse,
+)
+from app.runner import list_scenarios
+from app.runs import ServerBusy, SourceTooLarge, UnknownScenario
+from app.store import RunRecord, Store
+from engine.trace.export import to_chrome, to_json
+from engine.trace.state import initial_state
+
+router = APIRouter(prefix="/api", tags=["api"])
+
+_404: dict[int | str, dict[str, Any]] = {404: {"model": ErrorResponse, "description": "no such run"}}
+_409: dict[int | str, dict[str, Any]] = {
+    409: {"model": ErrorResponse, "description": "the run has not finished yet"}
+}
+
+
+@router.get("/scenarios", response_model=list[Scenario])
+def scenarios() -> list[Scenario]:
+    """The bundled scenarios (``scenarios/*.py``), in file-name order."""
+    return [Scenario(id=s.id, title=s.title, description=s.description) for s in list_scenarios()]
+
+
+@router.post(
+    "/runs",
+    status_code=201,
+    response_model=RunCreated,
+    responses={
+        404: {"model": ErrorResponse, "description": "no bundled scenario with that id"},
+        413: {"model": ErrorResponse, "description": "the scenario text (or the request) is too large"},
+        422: {"model": ValidationErrorResponse, "description": "a malformed body"},
+        503: {"model": ErrorResponse, "description": "too many runs queued; try again later"},
+    },
+)
+def create_run(body: RunCreate, manager: ManagerDep, response: Response) -> RunCreated:
+    """Start a run: a bundled scenario (trusted, in the server) or uploaded text (in the sandbox).
+    It runs in the background; follow it with ``GET /api/runs/{id}`` or ``/api/runs/{id}/events``."""
+    try:
+        if body.scenario is not None:
+            record = manager.create_bundled(body.scenario)
+        else:
+            assert body.source is not None  # RunCreate checked that one of the two is given
+            record = manager.create_uploaded(body.source, body.filename)
+    except UnknownScenario as e:
+        raise HTTPException(404, str(e)) from None
+    except SourceTooLarge as e:
+        raise HTTPException(413, str(e)) from None
+    except ServerBusy as e:
+        raise HTTPException(503, str(e), headers={"Retry-After": "5"}) from None
+    response.headers["Location"] = f"/api/runs/{record.id}"
+    return RunCreated(id=record.id, status=record.status, url=f"/runs/{record.id}")  # type: ignore[arg-type]
+
+
+def run_model(record: RunRecord) -> Run:
+    return Run(
+        id=record.id,
+        status=record.status,  # type: ignore[arg-type]
+        scenario=record.scenario,
+        title=record.title,
+        filename=record.filename,
+        source=record.source,
+        error=RunErrorInfo(**record.error) if record.error else None,
+        n_events=record.n_events,
+        progress=max(record.progress, record.n_events),
+        stdout=record.stdout,
+        created_at=record.created_at,
+        started_at=record.started_at,
+        finished_at=record.finished_at,
+        initial_state=dict(initial_state()),
+    )
+
+
+@router.get("/runs/{run_id}", response_model=Run, responses=_404)
+def get_run(run: RunDep) -> Run:
+    """A run's status, its source, and its error (type, message, file and line) if it failed."""
+    return run_model(run)
+
+
+def _finished(run: RunRecord) -> None:
+    if not run.finished:
+        raise HTTPException(409, f"run {run.id} is {run.status}: its exports exist once it has finished")
+
+
+def trace_document(store: Store, run_id: str, *, derived: bool = False) -> dict[str, Any]:
+    """The trace document of a finished run, rebuilt from the store (docs/trace.md)."""
+    parts = store.trace_parts(run_id)
+    meta, sources = parts if parts is not None else ({}, {})
+    items = list(store.items(run_id))
+    doc: dict[str, Any] = {
+        "schema": "autograd-lens/trace",
+        "version": 1,
+        "meta": meta,
+        "sources": sources,
+        "events": [item["event"] for item in items],
+    }
+    if derived:
+        doc["derived"] = [{"changes": i["changes"], "caption": i["caption"]} for i in items]
+    return doc
+
+
+_JSON_FILE: dict[int | str, dict[str, Any]] = {200: {"content": {"application/json": {}}}, **_404, **_409}
+
+
+@router.get("/runs/{run_id}/trace.json", response_class=Response, responses=_JSON_FILE)
+async def trace_json(
+    run: RunDep,
+    manager: ManagerDep,
+    derived: bool = Query(False, description='add "derived": the changes and caption of each event'),
+) -> Response:
+    """The whole trace (``engine.trace.export.to_json``)."""
+    _finished(run)
+
+    def build() -> str:
+        text = None if derived else manager.store.trace_json(run.id)
+        # Rebuilt from the batches with derived=true, or for a run a restart interrupted.
+        return text if text is not None else to_json(trace_document(manager.store, run.id, derived=derived))
+
+    return _download(await run_in_threadpool(build), "application/json", f"{run.id}.trace.json")
+
+
+@router.get("/runs/{run_id}/trace.chrome.json", response_class=Response, responses=_JSON_FILE)
+async def trace_chrome(
+    run: RunDep,
+    manager: ManagerDep,
+    clock: Literal["t_ns", "seq"] = Query("t_ns", description="seq: event N at N microseconds"),
+) -> Response:
+    """The trace in Chrome Trace Event format, for Perfetto or chrome://tracing."""
+    _finished(run)
+
+    def build() -> str:
+        text = manager.store.trace_json(run.id)
+        doc = json.loads(text) if text is not None else trace_document(manager.store, run.id)
+        return to_chrome(doc["events"], clock=clock)
+
+    return _download(await run_in_threadpool(build), "application/json", f"{run.id}.chrome.json")
+
+
+@router.get(
+    "/runs/{run_id}/graph.dot",
+    response_class=Response,
+    responses={200: {"content": {"text/vnd.graphviz": {}}}, **_404, **_409},
+)
+async def graph_dot(run: RunDep, manager: ManagerDep) -> Response:
+    """Every node the run created, as Graphviz DOT (``engine.trace.export.to_dot``), with stable
+    element ids for restyling per step. Computed once, when the run finishes."""
+    _finished(run)
+    dot = await run_in_threadpool(manager.store.dot, run.id)
+    if dot is None:
+        raise HTTPException(500, f"the graph of run {run.id} could not be drawn")
+    return Response(dot, media_type="text/vnd.graphviz; charset=utf-8")
+
+
+def _download(text: str, media_type: str, filename: str) -> Response:
+    # inline: a browser shows it, and "Save as" proposes a useful name.
+    headers = {"Content-Disposition": f'inline; filename="{filename}"'}
+    return Response(text, media_type=media_type, headers=headers)

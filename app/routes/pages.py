@@ -1,0 +1,75 @@
+"""The HTML pages (Jinja2): the home page with the scenario picker and the viewer of one run.
+
+Each page gets ``config`` (a dict) and ``config_json`` (the same, as HTML-safe JSON) to embed as
+``<script type="application/json" id="config">{{ config_json }}</script>``; the page's script
+reads everything it needs from there (docs/api.md, "Pages").
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jinja2
+from fastapi import APIRouter, HTTPException, Request
+from fastapi.responses import HTMLResponse
+from jinja2.utils import htmlsafe_json_dumps
+
+from app.deps import RunDep, TemplatesDep
+from app.models import ErrorResponse
+from app.runner import list_scenarios
+
+router = APIRouter(tags=["pages"])
+
+
+def _render(
+    templates: Any, request: Request, name: str, config: dict[str, Any], **context: Any
+) -> HTMLResponse:
+    context |= {"config": config, "config_json": htmlsafe_json_dumps(config)}
+    try:
+        response: HTMLResponse = templates.TemplateResponse(request, name, context)
+    except jinja2.TemplateNotFound:
+        raise HTTPException(500, f"the page template templates/{name} is missing") from None
+    return response
+
+
+@router.get("/", response_class=HTMLResponse)
+def index(request: Request, templates: TemplatesDep) -> HTMLResponse:
+    """The home page: pick a bundled scenario, or open a scenario file."""
+    scenarios = [{"id": s.id, "title": s.title, "description": s.description} for s in list_scenarios()]
+    config = {"page": "index", "api": "/api", "static": "/static", "scenarios": scenarios}
+    return _render(templates, request, "index.html", config, scenarios=scenarios)
+
+
+@router.get(
+    "/runs/{run_id}",
+    response_class=HTMLResponse,
+    responses={404: {"model": ErrorResponse, "description": "no such run"}},
+)
+def run_page(request: Request, run: RunDep, templates: TemplatesDep, step: str | None = None) -> HTMLResponse:
+    """The viewer of one run; ``?step=N`` opens it at event N (the page keeps it in the URL)."""
+    base = f"/api/runs/{run.id}"
+    config = {
+        "page": "run",
+        "run_id": run.id,
+        "title": run.title,
+        "step": _step(step),
+        "static": "/static",
+        "urls": {
+            "run": base,
+            "events": f"{base}/events",
+            "trace": f"{base}/trace.json",
+            "chrome": f"{base}/trace.chrome.json",
+            "dot": f"{base}/graph.dot",
+        },
+    }
+    return _render(templates, request, "run.html", config, run_id=run.id, title=run.title)
+
+
+def _step(raw: str | None) -> int | None:
+    # A permalink is typed and edited by people: a step that is not a number opens the run at its
+    # start instead of failing the page.
+    try:
+        step = int(raw) if raw is not None else None
+    except ValueError:
+        return None
+    return step if step is not None and step >= -1 else None

@@ -1,0 +1,380 @@
+"""The lifecycle of a run: created (queued), executed in the background, its events annotated and
+stored batch by batch, finished (done or error). Streams wait on ``RunManager.watch``.
+
+Note [One in-process run at a time]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+Bundled scenarios are trusted and run in the server's own process (``run_scenario(trusted=True)``):
+fast, and they may use anything. But a recording is process-wide (``engine.trace.record()``
+installs one sink, and refuses to nest), the runner switches the cyclic garbage collector off for
+the run, and the engine keeps global state (the RNG, grad mode). So in-process runs take
+``RunManager.in_process``, one at a time; a run waiting for it stays ``queued``. Untrusted text runs
+in a sandbox process of its own (``app/sandbox.py``), so those run side by side, up to
+``Settings.workers`` at once, and nothing one of them does reaches another run or the server.
+
+Note [Events while running]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~
+``EventWriter`` annotates events (the reducer's changes and the caption of each) and appends them
+to the store in batches as they come, so a stream can send them while the run goes on. Today the
+runner hands over the whole trace when the scenario ends (events are final only then: tensor names
+are filled in as the scenario binds variables), so the batches arrive right after the run, as fast
+as they are annotated; a runner that delivered final events incrementally would only need to call
+``EventWriter.add`` as they come.
+"""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import contextlib
+import inspect
+import io
+import logging
+import re
+import secrets
+import sqlite3
+import threading
+import tokenize
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from app.config import Settings
+from app.runner import SCENARIOS_DIR, RunResult, ScenarioInfo, display_name, run_scenario, scenario_info
+from app.store import INTERRUPTED, RunRecord, Store
+from engine.trace.captions import caption
+from engine.trace.export import to_dot, to_json
+from engine.trace.state import Event, initial_state, step
+
+log = logging.getLogger("autograd_lens.runs")
+
+RUN_ID_RE = re.compile(r"[A-Za-z0-9_-]{4,64}")
+SCENARIO_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,99}")
+DEFAULT_FILENAME = "scenario.py"
+TITLE_MAX = 200
+
+
+class UnknownScenario(LookupError):
+    pass
+
+
+class SourceTooLarge(ValueError):
+    pass
+
+
+class ServerBusy(RuntimeError):
+    pass
+
+
+# --- scenarios and uploaded text -----------------------------------------------------------------
+
+
+def find_scenario(scenario_id: str, directory: Path = SCENARIOS_DIR) -> ScenarioInfo:
+    """A bundled scenario by id (its file stem). The id is checked against a strict pattern
+    before it reaches the file system, so it can only name a file directly in ``scenarios/``."""
+    if SCENARIO_ID_RE.fullmatch(scenario_id):
+        path = directory / f"{scenario_id}.py"
+        if path.is_file():
+            return scenario_info(path)
+    raise UnknownScenario(f"no bundled scenario {scenario_id!r} (GET /api/scenarios lists them)")
+
+
+def clean_filename(name: str | None) -> str:
+    """The name an uploaded scenario's events and errors point at: a bare ``*.py`` file name.
+    Directories are dropped so the name can never match a file of the server (the recorder
+    attributes events to files by path)."""
+    base = re.split(r"[\\/]", name or "")[-1]
+    base = re.sub(r"[^A-Za-z0-9._ -]", "_", base).strip(" .")[:100]
+    if not base:
+        return DEFAULT_FILENAME
+    return base if base.endswith(".py") else f"{base}.py"
+
+
+def docstring_title(text: str) -> str | None:
+    """The first line of the module docstring of untrusted text, without parsing the whole text:
+    tokens up to the first statement, and ``literal_eval`` of one string literal."""
+    try:
+        tokens = tokenize.generate_tokens(io.StringIO(text[:65536]).readline)
+        skip = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.ENCODING}
+        first = next(t for t in tokens if t.type not in skip)
+        if first.type != tokenize.STRING:
+            return None
+        after = next(tokens)
+        if after.type not in (tokenize.NEWLINE, tokenize.ENDMARKER):  # "..." + x is no docstring
+            return None
+        value = ast.literal_eval(first.string)
+    except Exception:  # noqa: BLE001 - broken text simply has no title; the run reports the error
+        return None
+    if not isinstance(value, str):
+        return None
+    title = inspect.cleandoc(value).partition("\n")[0].strip()
+    return title[:TITLE_MAX] or None
+
+
+def new_run_id() -> str:
+    return secrets.token_urlsafe(8)  # 11 url-safe characters, 64 random bits
+
+
+# --- events --------------------------------------------------------------------------------------
+
+
+class EventWriter:
+    """Annotates events in order and stores them in batches (Note [Events while running]).
+
+    Each item is ``{"event", "changes", "caption"}``: the caption comes from the state before the
+    event, the changes from stepping the reducer over it (docs/trace.md, "The reducer").
+    """
+
+    def __init__(
+        self, store: Store, run_id: str, batch_events: int, on_append: Callable[[], None] = lambda: None
+    ) -> None:
+        self.store = store
+        self.run_id = run_id
+        self.batch_events = batch_events
+        self.on_append = on_append
+        self.state = initial_state()
+        self.pending: list[dict[str, Any]] = []
+        self.next_seq = 0
+
+    def add(self, events: Iterable[Event]) -> None:
+        for event in events:
+            text = caption(self.state, event)
+            changes = step(self.state, event)
+            self.pending.append({"event": event, "changes": changes, "caption": text})
+            if len(self.pending) >= self.batch_events:
+                self.flush()
+
+    def flush(self) -> None:
+        if self.pending:
+            self.next_seq = self.store.append_batch(self.run_id, self.next_seq, self.pending)
+            self.pending = []
+            self.on_append()
+
+
+# --- waiting for news ----------------------------------------------------------------------------
+
+
+class Watcher:
+    """Wakes an async stream when its run changes. Producers are worker threads, so they set the
+    event through the stream's loop (``call_soon_threadsafe``)."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.event = asyncio.Event()
+
+    def notify(self) -> None:
+        with contextlib.suppress(RuntimeError):  # the loop closed: nobody is waiting any more
+            self.loop.call_soon_threadsafe(self.event.set)
+
+    async def wait(self, timeout: float) -> None:
+        """Until notified or ``timeout`` seconds (the stream then polls the store: a run written
+        by another process, or a missed wake-up, is still seen)."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.event.wait(), timeout)
+        self.event.clear()
+
+
+# --- the manager ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Job:
+    trusted: bool
+    path: Path | None  # a bundled scenario (trusted)
+    text: str  # the scenario's text (what an untrusted run executes)
+    filename: str
+
+
+class RunManager:
+    """Creates runs, executes them on a thread pool, and tells streams when a run changes."""
+
+    def __init__(self, settings: Settings, store: Store | None = None) -> None:
+        self.settings = settings
+        self.store = store or Store(settings.database)
+        self.in_process = threading.Lock()  # Note [One in-process run at a time]
+        self._lock = threading.Lock()  # guards everything below
+        self._executor: ThreadPoolExecutor | None = None
+        self._futures: dict[str, Future[None]] = {}
+        self._watchers: dict[str, set[Watcher]] = {}
+        self.interrupted: list[str] = []
+
+    # --- lifecycle ---
+
+    def start(self) -> None:
+        """Open the store and mark the runs a previous process left unfinished. Idempotent:
+        called by the app's lifespan, and by the first request if there was none."""
+        with self._lock:
+            if self._executor is not None:
+                return
+            self.store.open()
+            self.interrupted = self.store.mark_interrupted()
+            self._executor = ThreadPoolExecutor(self.settings.workers, thread_name_prefix="autograd-lens-run")
+
+    def stop(self) -> None:
+        """Stop taking runs. Queued runs end as interrupted; running ones finish in their thread
+        (an untrusted one within its wall-clock limit) and are stored as usual."""
+        with self._lock:
+            executor, self._executor = self._executor, None
+            cancelled = [rid for rid, f in self._futures.items() if f.cancel()]
+        if executor is not None:
+            executor.shutdown(wait=False, cancel_futures=True)
+        for run_id in cancelled:
+            self.store.finish(run_id, status="error", error=_error_dict("Interrupted", INTERRUPTED))
+            self.notify(run_id)
+
+    @property
+    def pending(self) -> int:
+        with self._lock:
+            return len(self._futures)
+
+    # --- creating runs ---
+
+    def create_bundled(self, scenario_id: str) -> RunRecord:
+        info = find_scenario(scenario_id)
+        text = info.path.read_text(encoding="utf-8")
+        job = _Job(trusted=True, path=info.path, text=text, filename=display_name(info.path))
+        return self._create(job, scenario=info.id, title=info.title)
+
+    def create_uploaded(self, source: str, filename: str | None) -> RunRecord:
+        size = len(source.encode("utf-8"))
+        if size > self.settings.max_upload_bytes:
+            raise SourceTooLarge(
+                f"the scenario is {size} bytes long; the limit is {self.settings.max_upload_bytes} bytes"
+            )
+        name = clean_filename(filename)
+        job = _Job(trusted=False, path=None, text=source, filename=name)
+        return self._create(job, scenario=None, title=docstring_title(source) or name)
+
+    def _create(self, job: _Job, *, scenario: str | None, title: str) -> RunRecord:
+        self.start()
+        with self._lock:
+            if len(self._futures) >= self.settings.max_pending:
+                raise ServerBusy(
+                    f"{len(self._futures)} runs are queued or running, the most this server takes; "
+                    "try again in a moment"
+                )
+            executor = self._executor
+            if executor is None:
+                raise ServerBusy("the server is shutting down")
+            for _ in range(5):  # 64 random bits: a collision is a curiosity, not an event
+                run_id = new_run_id()
+                try:
+                    record = self.store.create_run(
+                        run_id,
+                        scenario=scenario,
+                        title=title,
+                        filename=job.filename,
+                        source=job.text,
+                        trusted=job.trusted,
+                    )
+                    break
+                except sqlite3.IntegrityError:
+                    continue
+            else:  # pragma: no cover
+                raise RuntimeError("could not find a free run id")
+            future = executor.submit(self._execute, run_id, job)
+            self._futures[run_id] = future
+        future.add_done_callback(lambda _f: self._forget(run_id))
+        return record
+
+    def _forget(self, run_id: str) -> None:
+        with self._lock:
+            self._futures.pop(run_id, None)
+
+    def wait(self, run_id: str, timeout: float | None = None) -> None:
+        """Until the run has finished in this process (at once if it is not running here);
+        ``TimeoutError`` after ``timeout`` seconds."""
+        with self._lock:
+            future = self._futures.get(run_id)
+        if future is not None:
+            with contextlib.suppress(CancelledError):  # at shutdown; _execute itself never raises
+                future.result(timeout)
+
+    # --- executing ---
+
+    def _execute(self, run_id: str, job: _Job) -> None:
+        """The whole run, on a pool thread. Never raises: whatever fails ends the run as an error
+        instead of leaving it ``running`` for ever."""
+        try:
+            with self.in_process if job.trusted else contextlib.nullcontext():
+                self.store.set_running(run_id)
+                self.notify(run_id)
+                result = self._run(run_id, job)
+            self._store_result(run_id, result)
+        except Exception as e:
+            log.exception("run %s failed inside the server", run_id)
+            self.store.finish(
+                run_id,
+                status="error",
+                error=_error_dict("InternalError", f"the server failed to run the scenario: {e!r}"),
+            )
+        finally:
+            self.notify(run_id)
+
+    def _run(self, run_id: str, job: _Job) -> RunResult:
+        def on_progress(n: int) -> None:
+            self.store.set_progress(run_id, n)
+            self.notify(run_id)
+
+        limits = self.settings.limits
+        if job.trusted:
+            assert job.path is not None
+            return run_scenario(job.path, trusted=True, limits=limits, on_progress=on_progress)
+        return run_scenario(
+            job.text, trusted=False, limits=limits, on_progress=on_progress, filename=job.filename
+        )
+
+    def _store_result(self, run_id: str, result: RunResult) -> None:
+        trace = result.trace or {}
+        events: list[Event] = list(trace.get("events") or [])
+        writer = EventWriter(self.store, run_id, self.settings.batch_events, lambda: self.notify(run_id))
+        writer.add(events)
+        writer.flush()
+        try:
+            dot: str | None = to_dot(events).source
+        except Exception:  # a drawing bug must not lose the run; graph.dot then says so
+            log.exception("run %s: to_dot failed", run_id)
+            dot = None
+        error = asdict(result.error) if result.error is not None else None
+        if not result.ok and error is None:
+            error = _error_dict("Error", "the run failed")
+        self.store.finish(
+            run_id,
+            status="done" if result.ok else "error",
+            error=error,
+            stdout=result.stdout,
+            meta=trace.get("meta"),
+            sources=trace.get("sources"),
+            dot=dot,
+            trace_json=to_json(trace) if trace else None,
+        )
+
+    # --- telling streams ---
+
+    @contextlib.contextmanager
+    def watch(self, run_id: str) -> Iterator[Watcher]:
+        """A ``Watcher`` notified whenever the run changes, for the duration of a stream."""
+        watcher = Watcher(asyncio.get_running_loop())
+        with self._lock:
+            self._watchers.setdefault(run_id, set()).add(watcher)
+        try:
+            yield watcher
+        finally:
+            with self._lock:
+                watchers = self._watchers.get(run_id)
+                if watchers is not None:
+                    watchers.discard(watcher)
+                    if not watchers:
+                        del self._watchers[run_id]
+
+    def notify(self, run_id: str) -> None:
+        """Wake the streams of a run: its status or its stored events changed."""
+        with self._lock:
+            watchers = list(self._watchers.get(run_id, ()))
+        for watcher in watchers:
+            watcher.notify()
+
+
+def _error_dict(type_: str, message: str) -> dict[str, Any]:
+    return {"type": type_, "message": message, "file": None, "line": None, "limit": None}

@@ -1,0 +1,340 @@
+"""Runs and their events in an embedded SQLite database (WAL mode), so a run survives a restart
+and its id is a permanent link.
+
+Note [Event batches]
+~~~~~~~~~~~~~~~~~~~~
+A run's events are stored as batches: one row per ``(run_id, first_seq, last_seq)`` holding the
+JSON list of ``{"event", "changes", "caption"}`` items for seqs ``first_seq..last_seq``,
+zlib-compressed (the reducer's changes repeat the same keys; a batch shrinks about tenfold).
+
+- Batches of a run are contiguous and never overlap: batch k+1 starts at batch k's
+  ``last_seq + 1``. ``append_batch`` checks this, so a writer bug cannot leave a hole that a
+  streaming client would skip over silently.
+- A batch is what one SSE message carries, so a stream serves stored rows without re-encoding.
+  Resuming after seq N (``Last-Event-ID``) is the indexed query ``last_seq > N``; only the first
+  row can start at or before N, and only that one is cut (``items_after``).
+- Appending a batch and raising ``runs.n_events`` happen in one transaction: a reader never sees
+  a count its batches do not back, and a run still executing can be appended to batch by batch.
+
+Each call opens its own connection: callers are worker threads and the server's thread pool, and
+SQLite connections are cheap to open (WAL lets readers run alongside the one writer).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import sqlite3
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+SCHEMA_VERSION = 1
+FINISHED = ("done", "error")
+INTERRUPTED = "interrupted by a server restart"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+    id          TEXT PRIMARY KEY,
+    status      TEXT NOT NULL CHECK (status IN ('queued', 'running', 'done', 'error')),
+    scenario    TEXT,              -- the bundled scenario's id, NULL for uploaded text
+    title       TEXT NOT NULL,
+    filename    TEXT NOT NULL,
+    source      TEXT NOT NULL,
+    trusted     INTEGER NOT NULL,
+    error       TEXT,              -- JSON {"type", "message", "file", "line", "limit"} or NULL
+    n_events    INTEGER NOT NULL DEFAULT 0,   -- events stored (what a stream can send now)
+    progress    INTEGER NOT NULL DEFAULT 0,   -- events recorded so far by the runner
+    stdout      TEXT NOT NULL DEFAULT '',
+    meta        TEXT,              -- JSON: the trace document's "meta", once finished
+    sources     TEXT,              -- JSON: the trace document's "sources", once finished
+    dot         TEXT,              -- the graph as DOT source, once finished
+    trace       BLOB,              -- zlib(the trace document as JSON), once finished
+    created_at  TEXT NOT NULL,
+    started_at  TEXT,
+    finished_at TEXT
+);
+CREATE TABLE IF NOT EXISTS batches (
+    run_id    TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    first_seq INTEGER NOT NULL,
+    last_seq  INTEGER NOT NULL,
+    data      BLOB NOT NULL,       -- zlib(JSON list of {"event", "changes", "caption"})
+    PRIMARY KEY (run_id, first_seq)
+) WITHOUT ROWID;
+CREATE UNIQUE INDEX IF NOT EXISTS batches_resume ON batches (run_id, last_seq);
+CREATE INDEX IF NOT EXISTS runs_status ON runs (status);
+"""
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+def dumps(value: Any) -> str:
+    """Compact JSON that a browser's ``JSON.parse`` accepts: ASCII only (no lone surrogates can
+    break the UTF-8 encoding of a response) and no ``NaN``/``Infinity`` (written as null)."""
+    try:
+        return json.dumps(value, separators=(",", ":"), allow_nan=False)
+    except ValueError:
+        return json.dumps(_finite(value), separators=(",", ":"), allow_nan=False)
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
+
+
+@dataclass
+class RunRecord:
+    id: str
+    status: str
+    scenario: str | None
+    title: str
+    filename: str
+    source: str
+    trusted: bool
+    error: dict[str, Any] | None
+    n_events: int
+    progress: int
+    stdout: str
+    created_at: str
+    started_at: str | None
+    finished_at: str | None
+
+    @property
+    def finished(self) -> bool:
+        return self.status in FINISHED
+
+
+@dataclass(frozen=True)
+class Batch:
+    first_seq: int
+    last_seq: int
+    data: str  # the JSON list of items, as stored
+
+
+_RUN_COLUMNS = (
+    "id, status, scenario, title, filename, source, trusted, error, n_events, progress, stdout, "
+    "created_at, started_at, finished_at"
+)
+
+
+class Store:
+    """The SQLite database of runs. ``open()`` creates the file and the schema; nothing touches
+    the disk before it."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+
+    def open(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self._connect() as conn:
+            # WAL is a property of the database file: set once, every later connection uses it.
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.executescript(_SCHEMA)
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            if version == 0:
+                conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+            elif version != SCHEMA_VERSION:
+                raise RuntimeError(
+                    f"{self.path} has schema version {version}, this server knows {SCHEMA_VERSION}"
+                )
+
+    @contextlib.contextmanager
+    def _connect(self) -> Iterator[sqlite3.Connection]:
+        # isolation_level=None: no implicit transactions; writers use explicit BEGIN IMMEDIATE
+        # (take the write lock up front instead of failing to upgrade a read lock).
+        conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None, check_same_thread=False)
+        try:
+            conn.execute("PRAGMA foreign_keys=ON")
+            conn.execute("PRAGMA synchronous=NORMAL")  # durable at checkpoints; safe with WAL
+            yield conn
+        finally:
+            conn.close()
+
+    @contextlib.contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        with self._connect() as conn:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+
+    # --- runs ------------------------------------------------------------------------------------
+
+    def create_run(
+        self, run_id: str, *, scenario: str | None, title: str, filename: str, source: str, trusted: bool
+    ) -> RunRecord:
+        created = now_iso()
+        with self._write() as conn:
+            conn.execute(
+                "INSERT INTO runs (id, status, scenario, title, filename, source, trusted, created_at) "
+                "VALUES (?, 'queued', ?, ?, ?, ?, ?, ?)",
+                (run_id, scenario, title, filename, source, int(trusted), created),
+            )
+        record = self.get_run(run_id)
+        assert record is not None
+        return record
+
+    def get_run(self, run_id: str) -> RunRecord | None:
+        with self._connect() as conn:
+            row = conn.execute(f"SELECT {_RUN_COLUMNS} FROM runs WHERE id = ?", (run_id,)).fetchone()
+        if row is None:
+            return None
+        return RunRecord(
+            id=row[0],
+            status=row[1],
+            scenario=row[2],
+            title=row[3],
+            filename=row[4],
+            source=row[5],
+            trusted=bool(row[6]),
+            error=json.loads(row[7]) if row[7] else None,
+            n_events=row[8],
+            progress=row[9],
+            stdout=row[10],
+            created_at=row[11],
+            started_at=row[12],
+            finished_at=row[13],
+        )
+
+    def run_ids(self) -> list[str]:
+        with self._connect() as conn:
+            return [r[0] for r in conn.execute("SELECT id FROM runs ORDER BY created_at, id")]
+
+    def set_running(self, run_id: str) -> None:
+        with self._write() as conn:
+            conn.execute(
+                "UPDATE runs SET status = 'running', started_at = ? WHERE id = ? AND status = 'queued'",
+                (now_iso(), run_id),
+            )
+
+    def set_progress(self, run_id: str, n: int) -> None:
+        with self._write() as conn:
+            conn.execute("UPDATE runs SET progress = MAX(progress, ?) WHERE id = ?", (n, run_id))
+
+    def finish(
+        self,
+        run_id: str,
+        *,
+        status: str,
+        error: dict[str, Any] | None,
+        stdout: str = "",
+        meta: dict[str, Any] | None = None,
+        sources: dict[str, str] | None = None,
+        dot: str | None = None,
+        trace_json: str | None = None,
+    ) -> None:
+        """End a run. ``trace_json``: the whole trace document, kept as is (compressed) because
+        rebuilding it from the batches means parsing every event's changes too."""
+        if status not in FINISHED:
+            raise ValueError(f"a run finishes as one of {FINISHED}, not {status!r}")
+        with self._write() as conn:
+            conn.execute(
+                "UPDATE runs SET status = ?, error = ?, stdout = ?, meta = ?, sources = ?, dot = ?, "
+                "trace = ?, finished_at = ?, progress = MAX(progress, n_events) WHERE id = ?",
+                (
+                    status,
+                    dumps(error) if error is not None else None,
+                    stdout,
+                    dumps(meta) if meta is not None else None,
+                    dumps(sources) if sources is not None else None,
+                    dot,
+                    zlib.compress(trace_json.encode("utf-8"), 6) if trace_json is not None else None,
+                    now_iso(),
+                    run_id,
+                ),
+            )
+
+    def mark_interrupted(self, message: str = INTERRUPTED) -> list[str]:
+        """Runs left queued or running by a previous server process: they will never finish, so
+        they end as errors (their stored events stay readable). Returns their ids."""
+        error = {"type": "Interrupted", "message": message, "file": None, "line": None, "limit": None}
+        with self._write() as conn:
+            ids = [r[0] for r in conn.execute("SELECT id FROM runs WHERE status IN ('queued', 'running')")]
+            conn.execute(
+                "UPDATE runs SET status = 'error', error = ?, finished_at = ? "
+                "WHERE status IN ('queued', 'running')",
+                (dumps(error), now_iso()),
+            )
+        return ids
+
+    def trace_parts(self, run_id: str) -> tuple[dict[str, Any], dict[str, str]] | None:
+        """The trace document's ``meta`` and ``sources`` (once the run finished)."""
+        with self._connect() as conn:
+            row = conn.execute("SELECT meta, sources FROM runs WHERE id = ?", (run_id,)).fetchone()
+        if row is None:
+            return None
+        return (json.loads(row[0]) if row[0] else {}), (json.loads(row[1]) if row[1] else {})
+
+    def trace_json(self, run_id: str) -> str | None:
+        """The trace document stored when the run finished, if it was."""
+        with self._connect() as conn:
+            row = conn.execute("SELECT trace FROM runs WHERE id = ?", (run_id,)).fetchone()
+        return zlib.decompress(row[0]).decode("utf-8") if row and row[0] is not None else None
+
+    def dot(self, run_id: str) -> str | None:
+        with self._connect() as conn:
+            row = conn.execute("SELECT dot FROM runs WHERE id = ?", (run_id,)).fetchone()
+        return row[0] if row else None
+
+    # --- events ----------------------------------------------------------------------------------
+
+    def append_batch(self, run_id: str, first_seq: int, items: list[dict[str, Any]]) -> int:
+        """Store events ``first_seq .. first_seq + len(items) - 1`` of a run (Note [Event
+        batches]); returns the run's new event count."""
+        if not items:
+            return first_seq
+        last_seq = first_seq + len(items) - 1
+        blob = zlib.compress(dumps(items).encode("ascii"), 6)
+        with self._write() as conn:
+            row = conn.execute("SELECT n_events FROM runs WHERE id = ?", (run_id,)).fetchone()
+            if row is None:
+                raise KeyError(f"no run {run_id!r}")
+            if row[0] != first_seq:
+                raise ValueError(f"run {run_id}: a batch must start at seq {row[0]}, not {first_seq}")
+            conn.execute(
+                "INSERT INTO batches (run_id, first_seq, last_seq, data) VALUES (?, ?, ?, ?)",
+                (run_id, first_seq, last_seq, blob),
+            )
+            conn.execute("UPDATE runs SET n_events = ? WHERE id = ?", (last_seq + 1, run_id))
+        return last_seq + 1
+
+    def batches_after(self, run_id: str, after_seq: int, limit: int = 16) -> list[Batch]:
+        """Up to ``limit`` batches holding the events after seq ``after_seq``, in order. The first
+        may start at or before ``after_seq``: cut it with ``items_after``."""
+        with self._connect() as conn:
+            rows = conn.execute(
+                "SELECT first_seq, last_seq, data FROM batches WHERE run_id = ? AND last_seq > ? "
+                "ORDER BY last_seq LIMIT ?",
+                (run_id, after_seq, limit),
+            ).fetchall()
+        return [Batch(r[0], r[1], zlib.decompress(r[2]).decode("ascii")) for r in rows]
+
+    def items(self, run_id: str) -> Iterator[dict[str, Any]]:
+        """Every stored ``{"event", "changes", "caption"}`` of a run, in order."""
+        after = -1
+        while batches := self.batches_after(run_id, after):
+            for batch in batches:
+                yield from json.loads(batch.data)
+                after = batch.last_seq
+
+
+def items_after(batch: Batch, after_seq: int) -> tuple[str, int]:
+    """The JSON of a batch's items after seq ``after_seq``, and how many there are."""
+    if batch.first_seq > after_seq:
+        return batch.data, batch.last_seq - batch.first_seq + 1
+    items = json.loads(batch.data)[after_seq - batch.first_seq + 1 :]
+    return dumps(items), len(items)

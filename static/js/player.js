@@ -1,0 +1,173 @@
+// The cursor over a run: which step is shown, and the state there.
+//
+// Step s is the state after the first s events: step 0 is the initial state (nothing has run),
+// step n (n events) the end of the run. The event "at" step s (s >= 1) is events[s - 1], the one
+// that just happened, whose caption is shown. Moving forward applies an event's changes, moving
+// back undoes them (changes.js); a long jump restores the nearest snapshot first (taken every
+// SNAPSHOT_EVERY steps while stepping forward, free thanks to copy on write), so any jump costs at
+// most SNAPSHOT_EVERY / 2 events' changes once the run has been walked through once.
+//
+// The player never asks the server anything: the stream appends (event, changes, caption) items
+// as they arrive, and every step renders from the client-side state alone.
+
+import { Store } from "./changes.js";
+
+const SNAPSHOT_EVERY = 256;
+
+export class Player {
+  constructor(initialState) {
+    this.events = [];
+    this.changes = [];
+    this.captions = [];
+    this.kindIndex = new Map(); // kind -> ascending list of the steps at which that kind happens
+    this.store = new Store(initialState);
+    this.step = 0;
+    this.snapshots = new Map([[0, initialState]]);
+    this.furthest = 0; // the furthest step reached by stepping forward (snapshots exist up to it)
+    this.listeners = new Set();
+  }
+
+  get state() {
+    return this.store.root;
+  }
+
+  get length() {
+    return this.events.length;
+  }
+
+  get event() {
+    return this.step > 0 ? this.events[this.step - 1] : null;
+  }
+
+  get nextEvent() {
+    return this.step < this.events.length ? this.events[this.step] : null;
+  }
+
+  get caption() {
+    return this.step > 0 ? this.captions[this.step - 1] : null;
+  }
+
+  // Items from the stream: [{event, changes, caption}, ...], in order. Items already held (a
+  // reconnection that resent them) are skipped; a gap is an error, since later changes would apply
+  // to the wrong state.
+  append(items) {
+    for (const item of items) {
+      const seq = item.event.seq;
+      if (seq < this.events.length) continue;
+      if (seq > this.events.length) {
+        throw new Error(`events ${this.events.length}..${seq - 1} are missing from the stream`);
+      }
+      this.events.push(item.event);
+      this.changes.push(item.changes);
+      this.captions.push(item.caption);
+      const step = this.events.length; // the step at which this event is the current one
+      let steps = this.kindIndex.get(item.event.kind);
+      if (!steps) this.kindIndex.set(item.event.kind, (steps = []));
+      steps.push(step);
+    }
+  }
+
+  onMove(fn) {
+    this.listeners.add(fn);
+    return () => this.listeners.delete(fn);
+  }
+
+  // Move to step `target` (clamped) and tell the listeners. `move` is what they get: from, to,
+  // and the lists of changes applied or undone (to render only what changed).
+  goto(target) {
+    target = Math.max(0, Math.min(this.events.length, Math.trunc(Number(target) || 0)));
+    const from = this.step;
+    if (target === from) return null;
+    const touched = this._moveTo(target);
+    const move = { from, to: target, touched };
+    for (const fn of this.listeners) fn(move);
+    return move;
+  }
+
+  forward() {
+    return this.goto(this.step + 1);
+  }
+
+  back() {
+    return this.goto(this.step - 1);
+  }
+
+  first() {
+    return this.goto(0);
+  }
+
+  last() {
+    return this.goto(this.events.length);
+  }
+
+  // The steps of the next / previous event of `kind` after / before the current step, or null.
+  nextOf(kind) {
+    const steps = this.kindIndex.get(kind) || [];
+    const i = upperBound(steps, this.step);
+    return i < steps.length ? steps[i] : null;
+  }
+
+  prevOf(kind) {
+    const steps = this.kindIndex.get(kind) || [];
+    const i = lowerBound(steps, this.step) - 1;
+    return i >= 0 ? steps[i] : null;
+  }
+
+  countOf(kind) {
+    return (this.kindIndex.get(kind) || []).length;
+  }
+
+  // Returns the change lists applied (forward) or undone (back), in the order they were used;
+  // null when a snapshot was restored (everything may have changed).
+  _moveTo(target) {
+    let touched = [];
+    // A snapshot at or before the target, if it is closer than where we are.
+    let base = -1;
+    for (const s of this.snapshots.keys()) if (s <= target && s > base) base = s;
+    if (base >= 0 && target - base < Math.abs(target - this.step)) {
+      this.store.restore(this.snapshots.get(base));
+      this.step = base;
+      touched = null;
+    }
+    while (this.step < target) {
+      const changes = this.changes[this.step];
+      this.store.apply(changes);
+      this.step += 1;
+      if (touched) touched.push(changes);
+      if (this.step > this.furthest) {
+        this.furthest = this.step;
+        if (this.step % SNAPSHOT_EVERY === 0) this.snapshots.set(this.step, this.store.snapshot());
+      }
+    }
+    while (this.step > target) {
+      this.step -= 1;
+      const changes = this.changes[this.step];
+      this.store.undo(changes);
+      if (touched) touched.push(changes);
+    }
+    return touched;
+  }
+}
+
+// The first index whose value is > x / >= x, in an ascending array.
+function upperBound(a, x) {
+  let lo = 0;
+  let hi = a.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (a[mid] <= x) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+function lowerBound(a, x) {
+  let lo = 0;
+  let hi = a.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (a[mid] < x) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}

@@ -1,0 +1,378 @@
+// The checkpoint frames, like Python Tutor's frames panel: the saved-tensor hooks stack and what
+// is in progress on top, then one card per `_CheckpointFrame` (nested under the frame whose hooks
+// were active when it was made) with its weak_holders, their handles per gid, recomputed[gid],
+// recomp_counter, is_recomputed and early stops. Everything comes from the reducer's state;
+// whatever the current event changed is marked.
+//
+// A step must stay cheap with hundreds of frames, so: a card is re-rendered only when a change
+// touched its frame; its parts (summary, facts, each holder row, the gid table) are replaced only
+// when their HTML differs; and with many frames only the "hot" ones (running, recomputing, named by
+// the current event) are open, and a closed card's body is not rendered at all.
+
+import { bytes, changedPaths, esc, frameName, gidLabel, nodeName, pyBool, shape, tensorName } from "../format.js";
+
+const MANY = 12; // above this many frames, only hot frames are open
+
+let root = null;
+let stackEl = null;
+let listEl = null;
+let countEl = null;
+let cards = new Map(); // frame id -> card (see makeCard)
+let flagged = new Set(); // frames whose card shows "changed" marks, to clear at the next step
+let hotLast = new Set();
+let userOpen = new Map(); // frame id -> open or closed, as the user chose
+let lastStack = "";
+let last = { state: null, changed: null };
+
+export function mount(el) {
+  root = el;
+  root.classList.add("frames-view");
+  root.innerHTML = `
+    <div class="view-head"><h2>Checkpoint frames</h2><span class="frames-count"></span></div>
+    <div class="frames-scroll">
+      <div class="hooks-stack"></div>
+      <div class="frame-list"></div>
+    </div>`;
+  stackEl = root.querySelector(".hooks-stack");
+  listEl = root.querySelector(".frame-list");
+  countEl = root.querySelector(".frames-count");
+  listEl.addEventListener("click", onSummaryClick);
+}
+
+// Opening and closing is ours: a click on a summary records the user's choice and renders.
+function onSummaryClick(e) {
+  const summary = e.target.closest("summary");
+  if (!summary) return;
+  e.preventDefault();
+  const f = summary.parentElement.dataset.frame;
+  const card = cards.get(f);
+  if (!card || !last.state) return;
+  userOpen.set(f, !card.el.open);
+  renderCard(last.state, f, last.changed, hotLast, Object.keys(last.state.frames).length);
+}
+
+// --- the hooks stack and what is in progress ---------------------------------------------------
+
+function renderStack(state, changed) {
+  const hooks = state.hooks || [];
+  const items = [];
+  for (let i = hooks.length - 1; i >= 0; i--) {
+    const h = hooks[i];
+    const of = h.frame !== null && h.frame !== undefined ? ` of <b>${esc(frameName(state, h.frame))}</b>` : "";
+    const gid = h.hooks === "recomputation" && h.gid !== null && h.gid !== undefined ? ` for ${esc(gidLabel(h.gid))}` : "";
+    const mark = changed.isChanged(`hooks/${i}`) ? " changed" : "";
+    items.push(`<li class="hook hook-${esc(h.hooks)}${mark}">${esc(h.hooks)} hooks${of}${gid}</li>`);
+  }
+  const parts = [
+    `<div class="stack-block"><h3>saved-tensor hooks <span class="hint">innermost on top</span></h3>` +
+      (items.length ? `<ol class="hooks">${items.join("")}</ol>` : `<p class="empty">empty: saved tensors are kept as they are</p>`) +
+      `</div>`,
+  ];
+  const progress = [];
+  for (const b of state.backward || []) {
+    progress.push(`<li class="prog prog-backward">${esc(b.api || "backward")}() running as ${esc(gidLabel(b.gid))}</li>`);
+  }
+  for (const r of state.recomputing || []) {
+    const trig = r.trigger ? ` to unpack ${esc(frameName(state, r.trigger.frame))}[${esc(r.trigger.index)}]` : "";
+    progress.push(`<li class="prog prog-recompute">recomputing <b>${esc(frameName(state, r.frame))}</b> for ${esc(gidLabel(r.gid))}${trig}</li>`);
+  }
+  for (const u of state.unpacking || []) {
+    progress.push(`<li class="prog prog-unpack">unpacking <b>${esc(frameName(state, u.frame))}[${esc(u.index)}]</b> for ${esc(gidLabel(u.gid))}</li>`);
+  }
+  const ex = state.executing || [];
+  if (ex.length) {
+    progress.push(`<li class="prog prog-exec">running ${ex.map((n) => `<b>${esc(nodeName(state, n))}</b>`).join(" → ")}</li>`);
+  }
+  if (progress.length) parts.push(`<div class="stack-block"><h3>in progress</h3><ol class="progress">${progress.join("")}</ol></div>`);
+  const html = parts.join("");
+  if (html !== lastStack) {
+    stackEl.innerHTML = html;
+    lastStack = html;
+  }
+}
+
+// --- one frame ---------------------------------------------------------------------------------
+
+// "g0–g14" for runs of consecutive numeric gids.
+function gidList(keys) {
+  const nums = keys.filter((k) => /^\d+$/.test(k)).map(Number).sort((a, b) => a - b);
+  const out = [];
+  for (let i = 0; i < nums.length; i++) {
+    let j = i;
+    while (j + 1 < nums.length && nums[j + 1] === nums[j] + 1) j++;
+    out.push(j > i + 1 ? `g${nums[i]}–g${nums[j]}` : j === i + 1 ? `g${nums[i]}, g${nums[j]}` : `g${nums[i]}`);
+    i = j;
+  }
+  return [...out, ...keys.filter((k) => !/^\d+$/.test(k)).map(gidLabel)].join(", ");
+}
+
+function handlesHTML(handles) {
+  const by = new Map();
+  for (const [g, s] of Object.entries(handles || {})) {
+    if (!by.has(s)) by.set(s, []);
+    by.get(s).push(g);
+  }
+  if (!by.size) return '<span class="dim">–</span>';
+  // "set" first: a handle still keying a tensor in recomputed[gid] is the news.
+  return [...by.entries()]
+    .sort(([a], [b]) => (a === "set" ? -1 : b === "set" ? 1 : a.localeCompare(b)))
+    .map(([s, gids]) => `<span class="handle handle-${esc(s)}" title="holder.handles[gid]">${esc(gidList(gids))}: ${esc(s)}</span>`)
+    .join(" ");
+}
+
+function holderRowHTML(state, f, h, changed) {
+  const path = `frames/${f}/holders/${h.index}`;
+  const what = h.slot ? `<code>${esc(h.slot)}</code> of ${esc(nodeName(state, h.node))}` : "–";
+  const cls = `holder-row ${h.alive ? "alive" : "dead"}${changed.isChanged(path) ? " changed" : ""}`;
+  return (
+    `<tr class="${cls}" data-holder="${esc(h.holder)}" data-index="${esc(h.index)}">` +
+    `<td class="idx">[${esc(h.index)}]</td>` +
+    `<td><span class="life">${h.alive ? "alive" : "dead"}</span></td>` +
+    `<td>${what} <span class="dim">${esc(shape(h.shape))} ${esc(bytes(h.nbytes))}</span></td>` +
+    `<td>${handlesHTML(h.handles)}</td></tr>`
+  );
+}
+
+const HOLDERS_HEAD =
+  `<colgroup><col class="c-idx"><col class="c-life"><col class="c-what"><col class="c-handles"></colgroup>` +
+  `<thead><tr><th title="frame.weak_holders">weak_holders</th><th></th><th>saved for</th><th>handles</th></tr></thead>`;
+
+// One <tr> per holder, each replaced only when its HTML changed.
+function renderHolders(card, state, f, frame, changed) {
+  const holders = Object.values(frame.holders || {}).sort((a, b) => a.index - b.index);
+  if (!holders.length) {
+    setHTML(card, "holders", card.holders, `<p class="empty">no holders yet (nothing saved under this checkpoint)</p>`);
+    card.rows = null;
+    return;
+  }
+  if (!card.rows) {
+    card.holders.innerHTML = `<table class="holders">${HOLDERS_HEAD}<tbody></tbody></table>`;
+    card.cache.holders = null;
+    card.rows = { body: card.holders.querySelector("tbody"), html: [] };
+  }
+  const { body, html } = card.rows;
+  const trs = body.rows;
+  for (let i = 0; i < holders.length; i++) {
+    const row = holderRowHTML(state, f, holders[i], changed);
+    if (html[i] === row) continue;
+    html[i] = row;
+    const tmp = document.createElement("tbody");
+    tmp.innerHTML = row;
+    if (i < trs.length) trs[i].replaceWith(tmp.firstChild);
+    else body.appendChild(tmp.firstChild);
+  }
+  while (trs.length > holders.length) trs[trs.length - 1].remove();
+  html.length = holders.length;
+}
+
+// The frame's dictionaries keyed by gid, one row per gid.
+function gidTable(state, f, frame, changed) {
+  const gids = [
+    ...new Set([
+      ...Object.keys(frame.recomputed || {}),
+      ...Object.keys(frame.recomp_counter || {}),
+      ...Object.keys(frame.is_recomputed || {}),
+      ...Object.keys(frame.early_stopped || {}),
+    ]),
+  ];
+  if (!gids.length) return `<p class="empty">not recomputed yet</p>`;
+  const total = Object.keys(frame.holders || {}).length;
+  const cell = (dict, g, text) => {
+    const mark = changed.isChanged(`frames/${f}/${dict}/${g}`) ? ' class="changed"' : "";
+    return `<td${mark}>${text}</td>`;
+  };
+  const rows = gids.map((g) => {
+    const rec = (frame.recomputed || {})[g];
+    const recText =
+      rec === undefined ? '<span class="dim">–</span>' : `{${Object.entries(rec).map(([i, t]) => `${esc(i)}: ${esc(tensorName(state, t))}`).join(", ")}}`;
+    const cnt = (frame.recomp_counter || {})[g];
+    const isr = (frame.is_recomputed || {})[g];
+    const es = (frame.early_stopped || {})[g];
+    return (
+      `<tr><td class="gid">${esc(gidLabel(g))}</td>` +
+      cell("recomputed", g, recText) +
+      cell("recomp_counter", g, cnt === undefined ? "–" : `${esc(cnt)}<span class="dim">/${total}</span>`) +
+      cell("is_recomputed", g, isr === undefined ? "–" : pyBool(isr)) +
+      cell("early_stopped", g, es ? `<span class="early">stopped at ${esc(es.count)}/${esc(es.total)}</span>` : "–") +
+      `</tr>`
+    );
+  });
+  return (
+    `<table class="gids"><thead><tr><th>gid</th><th>recomputed[gid]</th><th title="recomp_counter[gid] / len(weak_holders)">` +
+    `recomp_<wbr>counter</th><th>is_<wbr>recomputed</th><th>early stop</th></tr></thead><tbody>${rows.join("")}</tbody></table>`
+  );
+}
+
+function frameFacts(state, frame) {
+  const runs = frame.runs || {};
+  const createdIn =
+    frame.created_in && typeof frame.created_in === "object"
+      ? `the recomputation of ${esc(frameName(state, frame.created_in.recompute))}`
+      : esc(frame.created_in || "forward");
+  const inputs = (frame.inputs || []).map((t) => esc(tensorName(state, t))).join(", ") || "–";
+  const error = frame.error ? `<div class="frame-error"><b>${esc(frame.error.type)}</b>: ${esc(frame.error.message)}</div>` : "";
+  return (
+    `<div class="fmeta"><span>created in ${createdIn}</span><span>early_stop=${pyBool(frame.early_stop)}</span>` +
+    `<span>runs: forward ${esc(runs.forward || 0)}, recompute ${esc(runs.recompute || 0)}</span>` +
+    (frame.outcome ? `<span>last run: ${esc(frame.outcome)}</span>` : "") +
+    `</div><div class="fmeta"><span>inputs: ${inputs}</span></div>${error}`
+  );
+}
+
+function summaryHTML(state, frame) {
+  const running = frame.running || [];
+  const parent = frame.parent !== null && frame.parent !== undefined ? `in ${esc(frameName(state, frame.parent))}` : "";
+  const nh = Object.keys(frame.holders || {}).length;
+  return (
+    `<span class="ftitle">checkpoint <b>${esc(frame.name)}</b></span><span class="fparent">${parent}</span>` +
+    `<span class="badge ${frame.alive ? "alive" : "dead"}">${frame.alive ? "alive" : "garbage-collected"}</span>` +
+    (running.length ? `<span class="badge running-${esc(running[running.length - 1])}">running: ${esc(running.join(" › "))}</span>` : "") +
+    `<span class="fcount">${nh} holder${nh === 1 ? "" : "s"}</span>`
+  );
+}
+
+function setHTML(card, key, el, html) {
+  if (card.cache[key] === html) return;
+  card.cache[key] = html;
+  el.innerHTML = html;
+}
+
+function makeCard(state, f) {
+  const frame = state.frames[f];
+  const wrap = document.createElement("div");
+  wrap.className = "frame-node";
+  wrap.innerHTML =
+    `<details class="frame-card" data-frame="${esc(f)}"><summary></summary>` +
+    `<div class="frame-body"><div class="frame-facts"></div><div class="frame-holders"></div><div class="frame-gids"></div></div>` +
+    `</details><div class="frame-children"></div>`;
+  const part = (sel) => wrap.querySelector(sel);
+  const card = {
+    wrap,
+    el: part("details"),
+    summary: part("summary"),
+    facts: part(".frame-facts"),
+    holders: part(".frame-holders"),
+    gids: part(".frame-gids"),
+    children: part(".frame-children"),
+    cache: {},
+    rows: null,
+    cls: "",
+    stale: true,
+  };
+  cards.set(f, card);
+  const parent = frame.parent !== null && frame.parent !== undefined ? cards.get(String(frame.parent)) : null;
+  (parent ? parent.children : listEl).appendChild(wrap);
+  return card;
+}
+
+function renderCard(state, f, changed, hot, nFrames) {
+  const frame = state.frames[f];
+  const card = cards.get(f) || makeCard(state, f);
+  const running = frame.running || [];
+  // The card as a whole is marked when the frame is new; otherwise the parts that changed are.
+  const isChanged = changed.isReplaced(`frames/${f}`);
+  const cls =
+    `frame-card ${frame.alive ? "alive" : "dead"}` +
+    (running.length ? ` running running-${running[running.length - 1]}` : "") +
+    (hot.has(f) ? " hot" : "") +
+    (isChanged ? " changed" : "");
+  if (card.cls !== cls) card.el.className = card.cls = cls;
+  const summaryChanged = !isChanged && ["alive", "running"].some((k) => changed.isChanged(`frames/${f}/${k}`));
+  card.summary.classList.toggle("changed", summaryChanged);
+  setHTML(card, "summary", card.summary, summaryHTML(state, frame));
+  const auto = nFrames <= MANY ? frame.alive || nFrames <= 6 || hot.has(f) : hot.has(f);
+  const open = userOpen.has(f) ? userOpen.get(f) : auto;
+  if (card.el.open !== open) card.el.open = open;
+  if (open) {
+    setHTML(card, "facts", card.facts, frameFacts(state, frame));
+    renderHolders(card, state, f, frame, changed);
+    setHTML(card, "gids", card.gids, gidTable(state, f, frame, changed));
+    card.stale = false;
+  } else {
+    card.stale = true; // rendered when opened
+  }
+  return isChanged || summaryChanged || (open && card.el.querySelector(".changed") !== null);
+}
+
+// --- render ------------------------------------------------------------------------------------
+
+// The frames whose card may have changed, from the change lists applied or undone; null when every
+// card must be checked.
+function dirtyFrames(touched) {
+  if (!touched) return null;
+  const dirty = new Set();
+  let n = 0;
+  for (const changes of touched) {
+    n += changes.length;
+    if (n > 4000) return null;
+    for (const [, path] of changes) {
+      if (path[0] === "frames") dirty.add(String(path[1]));
+      else if (path[0] === "tensors" || path[0] === "nodes") dirty.add("*names");
+    }
+  }
+  return dirty;
+}
+
+// Frames a learner wants open now: running, recomputing or being unpacked, named by the event.
+function hotFrames(state, event) {
+  const hot = new Set();
+  const frames = state.frames || {};
+  for (const [f, fr] of Object.entries(frames)) if ((fr.running || []).length) hot.add(f);
+  for (const r of state.recomputing || []) hot.add(String(r.frame));
+  for (const u of state.unpacking || []) hot.add(String(u.frame));
+  if (event && event.frame !== undefined && event.frame !== null) hot.add(String(event.frame));
+  return hot;
+}
+
+export function render(state, ctx) {
+  const frames = state.frames || {};
+  const changed = changedPaths(ctx.eventChanges);
+  last = { state, changed };
+  renderStack(state, changed);
+  const ids = Object.keys(frames).sort((a, b) => Number(a) - Number(b));
+  const alive = ids.filter((f) => frames[f].alive).length;
+  countEl.textContent = ids.length ? `${alive} alive of ${ids.length}` : "";
+  if (!ids.length) {
+    cards = new Map();
+    flagged = new Set();
+    listEl.innerHTML = `<p class="empty">No checkpoint frame yet. A frame appears when a function runs under
+      <code>checkpoint(fn, ..., use_reentrant=False)</code>.</p>`;
+    return;
+  }
+  if (!cards.size) listEl.innerHTML = "";
+
+  const hot = hotFrames(state, ctx.event);
+  let dirty = ctx.full ? null : dirtyFrames(ctx.touched);
+  // Cards show tensor and node names: refresh them all when those changed, unless there are many
+  // (a name going from "tensor 3" to "x" is not worth a slow step).
+  if (dirty && dirty.has("*names")) {
+    dirty.delete("*names");
+    if (cards.size <= MANY) dirty = null;
+  }
+  for (const f of [...cards.keys()]) {
+    if (!(f in frames)) {
+      cards.get(f).wrap.remove();
+      cards.delete(f);
+    }
+  }
+  const marked = new Set();
+  for (const f of ids) {
+    const need = !cards.has(f) || dirty === null || dirty.has(f) || flagged.has(f) || hot.has(f) !== hotLast.has(f);
+    if (need && renderCard(state, f, changed, hot, ids.length)) marked.add(f);
+  }
+  flagged = marked;
+  hotLast = hot;
+  // Bring what the current event changed into view (after the frame is laid out).
+  if (!ctx.playing || ctx.single) {
+    const f = marked.values().next().value;
+    const card = f !== undefined ? cards.get(f) : null;
+    if (card) ctx.defer("frames", () => keepVisible(card.el.querySelector(".changed") || card.el));
+  }
+}
+
+function keepVisible(el) {
+  const box = root.querySelector(".frames-scroll");
+  const r = el.getBoundingClientRect();
+  const b = box.getBoundingClientRect();
+  if (r.top < b.top || r.top > b.bottom - 24) box.scrollTop += r.top - b.top - 40;
+}

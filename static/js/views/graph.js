@@ -1,0 +1,576 @@
+// The autograd graph of the whole run, laid out once by Graphviz (the vendored viz-js) from the
+// server's graph.dot, then restyled at every step by setting CSS classes on its elements, found by
+// the stable ids of Note [DOT ids] (engine/trace/export_dot.py): n{node}, s{node}_{slot},
+// h{holder}, t{tensor}, f{frame} (checkpoint frames, as clusters), r{frame}_{gid} (the graph each
+// recomputation built). An element that does not exist yet at this step is hidden ("absent").
+//
+// The classes follow `dot_classes(state)` of export_dot.py: they read the reducer's state only,
+// plus the ids the current event names, which are highlighted ("focus"). A step recomputes the
+// classes of the elements its changes touched, not of the whole graph, which keeps a step cheap
+// on a 2,000-node graph. Clicking a cluster's title collapses it into one node (a new layout).
+
+import { instance } from "../../vendor/viz-js/viz.js";
+import { clustersOf, collapseDot, parseDot } from "../dot.js";
+import { esc, frameName, gidLabel, nodeName, shape, tensorName } from "../format.js";
+
+let root = null;
+let canvas = null;
+let info = null;
+let vizPromise = null;
+let parsed = null;
+let collapsed = new Set();
+let clusterInfo = new Map(); // cluster id -> {label, nodes}
+let svg = null;
+let natural = { w: 0, h: 0 }; // the SVG's size at zoom 1, in px
+let zoom = 1;
+let follow = true;
+let ghosts = false;
+
+// Per element id: {el, kind, base, cls, present, key...}; edges by endpoint id.
+let els = new Map();
+let edgesByEnd = new Map();
+let savedOf = new Map(); // node key -> ids of its s{node}_* elements
+let clustersOfFrame = new Map(); // frame key -> ids of r{frame}_* clusters and f{frame}_empty
+let transient = new Set(); // ids styled by "in progress" state or the focus at the last render
+let last = { state: null, ctx: null };
+
+// --- setup -------------------------------------------------------------------------------------
+
+export function mount(el) {
+  root = el;
+  root.classList.add("graph-view");
+  root.innerHTML = `
+    <div class="view-head">
+      <h2>Autograd graph</h2>
+      <div class="graph-tools">
+        <button type="button" data-act="fit" title="Fit the whole graph">Fit</button>
+        <button type="button" data-act="out" title="Zoom out (Ctrl+wheel)">−</button>
+        <button type="button" data-act="in" title="Zoom in (Ctrl+wheel)">+</button>
+        <label title="Scroll the graph to what the current event is about"><input type="checkbox" data-act="follow" checked> follow</label>
+        <label title="Show elements that do not exist yet, faintly"><input type="checkbox" data-act="ghosts"> future</label>
+        <button type="button" data-act="collapse" title="Collapse every checkpoint frame and recomputation">Collapse all</button>
+        <button type="button" data-act="expand" title="Expand every cluster">Expand all</button>
+      </div>
+    </div>
+    <div class="graph-legend">
+      <span class="lg lg-created">created</span><span class="lg lg-running">executing</span>
+      <span class="lg lg-executed">executed</span><span class="lg lg-released">saved released</span>
+      <span class="lg lg-freed">freed</span><span class="lg lg-leaf">leaf</span>
+      <span class="lg lg-saved">saved tensor</span><span class="lg lg-holder">holder</span>
+      <span class="lg lg-frame">checkpoint frame</span><span class="lg lg-recompute">recomputation</span>
+      <span class="lg lg-focus">this event</span>
+    </div>
+    <div class="graph-canvas"><p class="graph-note">The graph is drawn when the run has finished.</p></div>
+    <div class="graph-info" hidden></div>`;
+  canvas = root.querySelector(".graph-canvas");
+  info = root.querySelector(".graph-info");
+  root.querySelector(".graph-tools").addEventListener("click", onTool);
+  root.querySelector(".graph-tools").addEventListener("change", onTool);
+  canvas.addEventListener("click", onCanvasClick);
+  canvas.addEventListener("mousemove", onHover);
+  canvas.addEventListener("mouseleave", () => (info.hidden = true));
+  canvas.addEventListener("wheel", onWheel, { passive: false });
+  enableDragPan();
+  // Start loading Graphviz now: it takes a moment, and the DOT arrives when the run is done.
+  vizPromise = instance();
+}
+
+export function note(text) {
+  if (!svg) canvas.innerHTML = `<p class="graph-note">${esc(text)}</p>`;
+}
+
+export async function load(dotText) {
+  parsed = parseDot(dotText);
+  useBrowserFonts(parsed);
+  clusterInfo = new Map(clustersOf(parsed).map((c) => [c.id, c]));
+  // Big graphs start with their recomputations collapsed: they repeat the frames' structure.
+  collapsed = new Set();
+  await layout();
+  zoomTo(initialZoom());
+}
+
+// Graphviz sizes each box from its estimate of the text's width. For a family it does not know
+// ("monospace", the default "Times") that estimate is narrower than what the browser draws, and
+// labels overflow their boxes. Courier's metrics (0.6 em a character) match any monospace font
+// the browser picks, and Helvetica's are close to its sans-serif (cluster titles).
+function useBrowserFonts(graph) {
+  const walk = (body, top) => {
+    for (const s of body) {
+      if (s.type === "subgraph") walk(s.body, false);
+      const attrs = s.attrs || [];
+      for (const a of attrs) if (a[0] === "fontname" && /mono/i.test(a[1].v)) a[1] = { v: "Courier", quoted: true };
+    }
+    if (top) body.unshift({ type: "attr", target: "graph", attrs: [["fontname", { v: "Helvetica", quoted: true }]] });
+  };
+  walk(graph.body, true);
+}
+
+async function layout() {
+  const viz = await vizPromise;
+  const el = viz.renderSVGElement(collapseDot(parsed, collapsed));
+  canvas.innerHTML = "";
+  canvas.appendChild(el);
+  svg = el;
+  natural = {
+    w: parseFloat(svg.getAttribute("width")) * (4 / 3), // Graphviz sizes in pt
+    h: parseFloat(svg.getAttribute("height")) * (4 / 3),
+  };
+  svg.removeAttribute("width");
+  svg.removeAttribute("height");
+  index();
+  setZoom(zoom);
+  if (last.state) render(last.state, { ...last.ctx, full: true, single: false });
+}
+
+// Read every element the DOT gave an id, once per layout.
+function index() {
+  els = new Map();
+  edgesByEnd = new Map();
+  savedOf = new Map();
+  clustersOfFrame = new Map();
+  transient = new Set();
+  for (const el of svg.querySelectorAll("g.node, g.cluster, g.edge")) {
+    const id = el.id;
+    if (!id || id === "graph") continue;
+    const base = el.getAttribute("class") || "";
+    const item = { el, id, base, cls: null, present: null };
+    // Graphviz writes each element's name as a <title>; hover info replaces the browser tooltip.
+    const title = el.querySelector(":scope > title");
+    const titleText = title ? title.textContent : "";
+    if (title) title.remove();
+    let m;
+    if (base.split(" ")[0] === "edge") {
+      const [from, to] = titleText.split(/->|--/);
+      Object.assign(item, { kind: "edge", from, to });
+      for (const end of [from, to]) {
+        if (!edgesByEnd.has(end)) edgesByEnd.set(end, []);
+        edgesByEnd.get(end).push(item);
+      }
+    } else if ((m = /^n(\d+)$/.exec(id))) {
+      Object.assign(item, { kind: "node", key: m[1] });
+    } else if ((m = /^s(\d+)_(.*)$/.exec(id))) {
+      Object.assign(item, { kind: "saved", key: m[1], slot: m[2] });
+      if (!savedOf.has(m[1])) savedOf.set(m[1], []);
+      savedOf.get(m[1]).push(id);
+    } else if ((m = /^h(\d+)$/.exec(id))) {
+      Object.assign(item, { kind: "holder", key: m[1] });
+    } else if ((m = /^f(\d+)$/.exec(id))) {
+      Object.assign(item, { kind: "frame", key: m[1] });
+    } else if ((m = /^f(\d+)_empty$/.exec(id))) {
+      Object.assign(item, { kind: "empty", key: m[1] });
+      addFrameCluster(m[1], id);
+    } else if ((m = /^r(\d+)_(.+)$/.exec(id))) {
+      Object.assign(item, { kind: "rcluster", key: m[1], gid: m[2] });
+      addFrameCluster(m[1], id);
+    } else if ((m = /^t(\d+)$/.exec(id))) {
+      Object.assign(item, { kind: "tensor", key: m[1] });
+    } else {
+      item.kind = "other";
+    }
+    if (item.kind === "frame" || item.kind === "rcluster") {
+      item.clusterNode = base.split(" ")[0] === "node"; // a collapsed cluster, drawn as a node
+    }
+    els.set(id, item);
+  }
+}
+
+function addFrameCluster(frame, id) {
+  if (!clustersOfFrame.has(frame)) clustersOfFrame.set(frame, []);
+  clustersOfFrame.get(frame).push(id);
+}
+
+// --- classes: what each element is at this step ------------------------------------------------
+
+const slotId = (slot) => String(slot).replace(/[^A-Za-z0-9_]/g, "_");
+
+// The classes of element `item` in `state`, or null if it does not exist at this step.
+function classesOf(item, state, hot) {
+  const nodes = state.nodes || {};
+  const frames = state.frames || {};
+  let cls;
+  switch (item.kind) {
+    case "node": {
+      const n = nodes[item.key];
+      if (!n) return null;
+      cls = [n.status];
+      if (hot.running.has(Number(item.key))) cls.push("running");
+      if (n.released) cls.push("released");
+      if (n.freed) cls.push("freed");
+      if (n.phase === "recompute") cls.push("recomputed");
+      break;
+    }
+    case "saved": {
+      const n = nodes[item.key];
+      if (!n) return null;
+      let found = false;
+      for (const [slot, s] of Object.entries(n.saved || {})) {
+        if (slotId(slot) === item.slot && !(s.packed === "holder" && s.holder !== null && s.holder !== undefined)) found = true;
+      }
+      if (!found) return null;
+      cls = [n.released ? "released" : "saved"];
+      break;
+    }
+    case "holder": {
+      const at = (state.holders || {})[item.key];
+      const h = at && frames[at[0]] ? frames[at[0]].holders[at[1]] : null;
+      if (!h) return null;
+      cls = [h.alive ? "alive" : "dead"];
+      for (const s of new Set(Object.values(h.handles || {}))) cls.push(`handle-${s}`);
+      if (hot.unpacking.has(Number(item.key))) cls.push("unpacking");
+      break;
+    }
+    case "frame": {
+      const f = frames[item.key];
+      if (!f) return null;
+      cls = [f.alive ? "alive" : "dead"];
+      const running = f.running || [];
+      if (running.length) cls.push(`running-${running[running.length - 1]}`);
+      if (hot.recomputing.has(Number(item.key))) cls.push("recomputing");
+      break;
+    }
+    case "empty":
+      return frames[item.key] ? [] : null;
+    case "rcluster": {
+      const f = frames[item.key];
+      if (!f || !(item.gid in (f.recomp_counter || {}))) return null;
+      cls = [hot.recomputingKeys.has(`${item.key}_${item.gid}`) ? "active" : "done"];
+      break;
+    }
+    case "tensor": {
+      const t = (state.tensors || {})[item.key];
+      if (!t || !t.name || t.node === null || t.node === undefined) return null;
+      cls = ["alive"];
+      break;
+    }
+    case "edge": {
+      const a = els.get(item.from);
+      const b = els.get(item.to);
+      if (!a || !b || !a.present || !b.present) return null;
+      cls = [];
+      break;
+    }
+    default:
+      return [];
+  }
+  if (hot.focus.has(item.id)) cls.push("focus");
+  return cls;
+}
+
+// What is in progress, and the ids the current event names: each step may restyle these.
+function hotOf(state, event) {
+  const running = new Set(state.executing || []);
+  const unpacking = new Set((state.unpacking || []).map((u) => u.holder));
+  const recomputing = new Set((state.recomputing || []).map((r) => r.frame));
+  const recomputingKeys = new Set((state.recomputing || []).map((r) => `${r.frame}_${r.gid}`));
+  const focus = new Set();
+  if (event) {
+    if (event.node !== undefined && event.node !== null) focus.add(`n${event.node}`);
+    if (event.holder !== undefined && event.holder !== null) focus.add(`h${event.holder}`);
+    if (event.tensor !== undefined && event.tensor !== null && typeof event.tensor !== "object") focus.add(`t${event.tensor}`);
+    if (event.frame !== undefined && event.frame !== null && !("holder" in event) && !("node" in event)) focus.add(`f${event.frame}`);
+    if (event.slot !== undefined && event.node !== undefined) focus.add(`s${event.node}_${slotId(event.slot)}`);
+    // An unpack's recomputation is about the holder being unpacked.
+    const trig = event.trigger;
+    if (trig && state.frames && state.frames[trig.frame]) {
+      const h = (state.frames[trig.frame].holders || {})[trig.index];
+      if (h) focus.add(`h${h.holder}`);
+    }
+    // A frame's event during its recomputation is about the graph being rebuilt.
+    if (event.frame !== undefined && event.frame !== null && event.phase === "recompute") {
+      const g = event.hook_gid ?? event.gid;
+      if (event.kind.startsWith("recompute") || recomputing.has(event.frame)) focus.add(`r${event.frame}_${g}`);
+    }
+  }
+  const ids = new Set(focus);
+  for (const n of running) ids.add(`n${n}`);
+  for (const h of unpacking) ids.add(`h${h}`);
+  for (const f of recomputing) ids.add(`f${f}`);
+  for (const k of recomputingKeys) ids.add(`r${k}`);
+  return { running, unpacking, recomputing, recomputingKeys, focus, ids };
+}
+
+// Element ids a change may have restyled.
+function idsOfChange(change, state, out) {
+  const [, path, old, neu] = change;
+  const top = path[0];
+  if (top === "nodes") {
+    const k = String(path[1]);
+    out.add(`n${k}`);
+    for (const id of savedOf.get(k) || []) out.add(id);
+  } else if (top === "frames") {
+    const f = String(path[1]);
+    out.add(`f${f}`);
+    for (const id of clustersOfFrame.get(f) || []) out.add(id);
+    const holdersIn = (v) => {
+      for (const h of Object.values((v && v.holders) || {})) if (h) out.add(`h${h.holder}`);
+    };
+    if (path.length === 2) {
+      holdersIn(old);
+      holdersIn(neu);
+    } else if (path[2] === "holders") {
+      if (path.length === 3) {
+        holdersIn({ holders: old });
+        holdersIn({ holders: neu });
+      } else {
+        const h = path.length === 4 ? old || neu : ((state.frames || {})[f] || { holders: {} }).holders[path[3]];
+        if (h) out.add(`h${h.holder}`);
+      }
+    }
+  } else if (top === "holders") {
+    out.add(`h${path[1]}`);
+  } else if (top === "tensors") {
+    out.add(`t${path[1]}`);
+  }
+}
+
+function restyle(item, state, hot) {
+  const cls = classesOf(item, state, hot);
+  const present = cls !== null;
+  const text = present ? `${item.base} ${cls.join(" ")}` : `${item.base} absent`;
+  const flipped = present !== item.present;
+  item.present = present;
+  if (text !== item.cls) {
+    item.el.setAttribute("class", text);
+    item.cls = text;
+  }
+  return flipped;
+}
+
+export function render(state, ctx) {
+  last = { state, ctx };
+  if (!svg) return;
+  const hot = hotOf(state, ctx.event);
+  let targets = null; // null: every element
+  if (!ctx.full && ctx.touched) {
+    targets = new Set();
+    let n = 0;
+    for (const changes of ctx.touched) {
+      n += changes.length;
+      if (n > 3000) {
+        targets = null;
+        break;
+      }
+      for (const c of changes) idsOfChange(c, state, targets);
+    }
+  }
+  if (targets === null) {
+    // Edges last: their presence depends on their ends'.
+    for (const item of els.values()) if (item.kind !== "edge") restyle(item, state, hot);
+    for (const item of els.values()) if (item.kind === "edge") restyle(item, state, hot);
+  } else {
+    for (const id of transient) targets.add(id);
+    for (const id of hot.ids) targets.add(id);
+    const edges = new Set();
+    for (const id of targets) {
+      const item = els.get(id);
+      if (!item) continue;
+      if (restyle(item, state, hot)) for (const e of edgesByEnd.get(id) || []) edges.add(e);
+    }
+    for (const e of edges) restyle(e, state, hot);
+  }
+  transient = hot.ids;
+  if (follow && (!ctx.playing || ctx.single) && ctx.defer) {
+    const smooth = ctx.single && !ctx.playing;
+    ctx.defer("graph", () => reveal(hot, smooth));
+  }
+}
+
+// --- following the current event ----------------------------------------------------------------
+
+function reveal(hot, smooth) {
+  // What the event names, a node or holder first; else what is in progress (the innermost
+  // running node, the holder being unpacked, the frame being recomputed).
+  const rank = { node: 0, holder: 1, saved: 2, tensor: 3, rcluster: 4, frame: 5 };
+  let target = null;
+  for (const id of hot.focus) {
+    const item = els.get(id);
+    if (item && item.present && (!target || (rank[item.kind] ?? 9) < (rank[target.kind] ?? 9))) target = item;
+  }
+  if (!target) {
+    const busy = [...[...hot.running].map((n) => `n${n}`).reverse(), ...[...hot.unpacking].map((h) => `h${h}`)];
+    busy.push(...[...hot.recomputing].map((f) => `f${f}`));
+    target = busy.map((id) => els.get(id)).find((item) => item && item.present) || null;
+  }
+  if (!target) return;
+  const r = target.el.getBoundingClientRect();
+  const c = canvas.getBoundingClientRect();
+  const margin = 24;
+  const wide = r.width > c.width - 2 * margin;
+  const tall = r.height > c.height - 2 * margin;
+  const inside = r.left >= c.left + margin && r.right <= c.right - margin && r.top >= c.top + margin && r.bottom <= c.bottom - margin;
+  if (inside) return;
+  // Centre it; a cluster bigger than the view shows its title corner instead.
+  const dx = wide ? r.left - c.left - margin : r.left + r.width / 2 - (c.left + c.width / 2);
+  const dy = tall ? r.top - c.top - margin : r.top + r.height / 2 - (c.top + c.height / 2);
+  if (Math.abs(dx) < 4 && Math.abs(dy) < 4) return;
+  canvas.scrollTo({ left: canvas.scrollLeft + dx, top: canvas.scrollTop + dy, behavior: smooth ? "smooth" : "instant" });
+}
+
+// --- zoom, pan, collapse, hover ----------------------------------------------------------------
+
+function initialZoom() {
+  const fit = fitZoom();
+  // Fit when that keeps the text readable; otherwise a readable size, following the events.
+  return fit >= 0.6 ? Math.min(1, fit) : 0.8;
+}
+
+function fitZoom() {
+  if (!natural.w) return 1;
+  return Math.min((canvas.clientWidth - 8) / natural.w, (canvas.clientHeight - 8) / natural.h);
+}
+
+function setZoom(z) {
+  zoom = Math.max(0.05, Math.min(3, z));
+  if (!svg) return;
+  svg.style.width = `${natural.w * zoom}px`;
+  svg.style.height = `${natural.h * zoom}px`;
+}
+
+function zoomTo(z) {
+  const cx = (canvas.scrollLeft + canvas.clientWidth / 2) / Math.max(1, natural.w * zoom);
+  const cy = (canvas.scrollTop + canvas.clientHeight / 2) / Math.max(1, natural.h * zoom);
+  setZoom(z);
+  canvas.scrollLeft = cx * natural.w * zoom - canvas.clientWidth / 2;
+  canvas.scrollTop = cy * natural.h * zoom - canvas.clientHeight / 2;
+}
+
+function onTool(e) {
+  const act = e.target.dataset && e.target.dataset.act;
+  if (!act) return;
+  if (e.type === "click" && act === "fit") zoomTo(fitZoom());
+  else if (e.type === "click" && act === "in") zoomTo(zoom * 1.25);
+  else if (e.type === "click" && act === "out") zoomTo(zoom / 1.25);
+  else if (e.type === "change" && act === "follow") follow = e.target.checked;
+  else if (e.type === "change" && act === "ghosts") {
+    ghosts = e.target.checked;
+    root.classList.toggle("show-ghosts", ghosts);
+  } else if (e.type === "click" && act === "collapse" && parsed) {
+    // Outermost clusters only: collapsing one hides the clusters inside it.
+    collapsed = new Set([...clusterInfo.values()].filter((c) => c.parent === null).map((c) => c.id));
+    layout();
+  } else if (e.type === "click" && act === "expand" && parsed) {
+    collapsed = new Set();
+    layout();
+  }
+}
+
+function onWheel(e) {
+  if (!e.ctrlKey) return;
+  e.preventDefault();
+  zoomTo(zoom * (e.deltaY < 0 ? 1.1 : 1 / 1.1));
+}
+
+function enableDragPan() {
+  let drag = null;
+  canvas.addEventListener("mousedown", (e) => {
+    if (e.button !== 0) return;
+    drag = { x: e.clientX, y: e.clientY, left: canvas.scrollLeft, top: canvas.scrollTop, moved: false };
+  });
+  window.addEventListener("mousemove", (e) => {
+    if (!drag) return;
+    const dx = e.clientX - drag.x;
+    const dy = e.clientY - drag.y;
+    if (Math.abs(dx) + Math.abs(dy) > 3) drag.moved = true;
+    canvas.scrollLeft = drag.left - dx;
+    canvas.scrollTop = drag.top - dy;
+  });
+  window.addEventListener("mouseup", () => {
+    if (drag && drag.moved) canvas.dataset.dragged = "1";
+    drag = null;
+  });
+}
+
+function onCanvasClick(e) {
+  if (canvas.dataset.dragged) {
+    delete canvas.dataset.dragged;
+    return;
+  }
+  const g = e.target.closest && e.target.closest("g.cluster, g.node");
+  if (!g || !parsed) return;
+  const item = els.get(g.id);
+  if (!item || (item.kind !== "frame" && item.kind !== "rcluster")) return;
+  // A cluster's title (or a collapsed cluster's node) toggles it.
+  if (!item.clusterNode && e.target.tagName.toLowerCase() !== "text") return;
+  if (collapsed.has(g.id)) collapsed.delete(g.id);
+  else collapsed.add(g.id);
+  layout();
+}
+
+function onHover(e) {
+  const g = e.target.closest && e.target.closest("g.node, g.cluster");
+  const item = g ? els.get(g.id) : null;
+  const state = last.state;
+  if (!item || !state || !item.present) {
+    info.hidden = true;
+    return;
+  }
+  const html = describe(item, state);
+  if (!html) {
+    info.hidden = true;
+    return;
+  }
+  info.innerHTML = html;
+  info.hidden = false;
+  const box = root.getBoundingClientRect();
+  info.style.left = `${Math.min(e.clientX - box.left + 14, box.width - 280)}px`;
+  info.style.top = `${e.clientY - box.top + 14}px`;
+}
+
+// A few facts about an element at this step, from the state.
+function describe(item, state) {
+  const frames = state.frames || {};
+  if (item.kind === "node") {
+    const n = state.nodes[item.key];
+    const saved = Object.entries(n.saved || {}).map(
+      ([slot, s]) => `<li><code>${esc(slot)}</code>: ${s.packed === "holder" ? `holder h${esc(s.holder)}` : esc(tensorName(state, s.tensor))} ${esc(shape(s.shape))}</li>`,
+    );
+    return (
+      `<b>${esc(nodeName(state, item.key))}</b> <span class="dim">n${esc(item.key)}</span><br>` +
+      `status: ${esc(n.status)}${n.released ? ", saved released" : ""}${n.freed ? ", freed" : ""}; ran ${esc(n.runs)}×` +
+      (n.frame !== null && n.frame !== undefined ? `<br>made under ${esc(frameName(state, n.frame))}` : "") +
+      (n.recompute ? `<br>made by the recomputation of ${esc(frameName(state, n.recompute[0]))} for ${esc(gidLabel(n.recompute[1]))}` : "") +
+      (saved.length ? `<ul>${saved.join("")}</ul>` : "")
+    );
+  }
+  if (item.kind === "holder") {
+    const at = state.holders[item.key];
+    const h = frames[at[0]].holders[at[1]];
+    const handles = Object.entries(h.handles || {}).map(([g, s]) => `${esc(gidLabel(g))}: ${esc(s)}`).join(", ");
+    return (
+      `<b>holder ${esc(frameName(state, at[0]))}[${esc(at[1])}]</b> <span class="dim">h${esc(item.key)}</span><br>` +
+      `${h.alive ? "alive" : "dead"}; saved for <code>${esc(h.slot || "")}</code> of ${esc(nodeName(state, h.node))} ${esc(shape(h.shape))}` +
+      `<br>handles: ${handles || "none"}`
+    );
+  }
+  if (item.kind === "frame") {
+    const f = frames[item.key];
+    const c = clusterInfo.get(item.id);
+    return (
+      `<b>checkpoint ${esc(f.name)}</b><br>${f.alive ? "alive" : "garbage-collected"}` +
+      `${(f.running || []).length ? `, running (${esc(f.running.join(", "))})` : ""}` +
+      `<br>${Object.keys(f.holders || {}).length} holders` +
+      `<br><span class="dim">click its title to ${collapsed.has(item.id) ? "expand" : `collapse${c ? ` (${c.nodes} nodes)` : ""}`}</span>`
+    );
+  }
+  if (item.kind === "rcluster") {
+    return `<b>recomputation of ${esc(frameName(state, item.key))} for ${esc(gidLabel(item.gid))}</b><br><span class="dim">click its title to ${collapsed.has(item.id) ? "expand" : "collapse"}</span>`;
+  }
+  if (item.kind === "tensor") {
+    const t = state.tensors[item.key];
+    return `<b>${esc(t.name)}</b> ${esc(shape(t.shape))} ${esc(t.dtype)}<br>version ${esc(t.version)}, grad_fn ${esc(nodeName(state, t.node))}`;
+  }
+  if (item.kind === "saved") {
+    return `<b>saved tensor</b> <code>${esc(item.slot)}</code> of ${esc(nodeName(state, item.key))}`;
+  }
+  return "";
+}
+
+// For tests and the bench: the classes of an element id now, or null.
+export function classesFor(id) {
+  const item = els.get(id);
+  return item ? item.cls : null;
+}
+
+export function isLoaded() {
+  return Boolean(svg);
+}

@@ -1,0 +1,158 @@
+// Memory over the run: live, saved and recomputed bytes after every event (each event's `mem`),
+// as a line chart on a canvas, with the stretches that ran a recomputation shaded and a cursor at
+// the current step. The chart is drawn when events arrive or the size changes; a step only moves
+// the cursor and the numbers, so it costs nothing on long runs.
+
+import { bytes } from "../format.js";
+
+const SERIES = [
+  { key: "live", label: "live", color: "#2563eb" },
+  { key: "saved", label: "saved", color: "#ea580c" },
+  { key: "recomputed", label: "recomputed", color: "#9333ea" },
+];
+
+let root = null;
+let canvas = null;
+let cursor = null;
+let readout = null;
+let player = null;
+let onPick = null;
+let pending = false;
+let layout = { left: 0, width: 1, n: 0 };
+
+export function mount(el, options) {
+  root = el;
+  player = options.player;
+  onPick = options.onPick;
+  root.classList.add("memory-view");
+  root.innerHTML = `
+    <div class="view-head"><h2>Memory</h2><span class="mem-readout"></span></div>
+    <div class="mem-plot"><canvas></canvas><div class="mem-cursor"></div></div>`;
+  canvas = root.querySelector("canvas");
+  cursor = root.querySelector(".mem-cursor");
+  readout = root.querySelector(".mem-readout");
+  new ResizeObserver(() => grow()).observe(root.querySelector(".mem-plot"));
+  canvas.addEventListener("click", (e) => {
+    const r = canvas.getBoundingClientRect();
+    const x = (e.clientX - r.left - layout.left) / layout.width;
+    if (layout.n) onPick(Math.round(Math.max(0, Math.min(1, x)) * layout.n));
+  });
+}
+
+// Events arrived (or the size changed): redraw on the next frame.
+export function grow() {
+  if (pending) return;
+  pending = true;
+  requestAnimationFrame(() => {
+    pending = false;
+    draw();
+  });
+}
+
+function draw() {
+  const plot = canvas.parentElement;
+  const dpr = window.devicePixelRatio || 1;
+  const W = plot.clientWidth;
+  const H = plot.clientHeight;
+  if (!W || !H) return;
+  canvas.width = Math.round(W * dpr);
+  canvas.height = Math.round(H * dpr);
+  canvas.style.width = `${W}px`;
+  canvas.style.height = `${H}px`;
+  const g = canvas.getContext("2d");
+  g.setTransform(dpr, 0, 0, dpr, 0, 0);
+  g.clearRect(0, 0, W, H);
+  const events = player.events;
+  const n = events.length;
+  const left = 54;
+  const top = 8;
+  const bottom = 16;
+  const pw = Math.max(1, W - left - 8);
+  const ph = Math.max(1, H - top - bottom);
+  layout = { left, width: pw, n };
+  if (!n) return;
+
+  // One column per pixel: the maximum of each series over the events it covers (peaks matter).
+  const cols = Math.max(1, Math.min(n, Math.floor(pw)));
+  const maxes = SERIES.map(() => new Float64Array(cols));
+  const recompute = new Uint8Array(cols);
+  const backward = new Uint8Array(cols);
+  let top1 = 1;
+  for (let i = 0; i < n; i++) {
+    const c = Math.min(cols - 1, Math.floor((i * cols) / n));
+    const e = events[i];
+    const m = e.mem || {};
+    for (let s = 0; s < SERIES.length; s++) {
+      const v = m[SERIES[s].key] || 0;
+      if (v > maxes[s][c]) maxes[s][c] = v;
+      if (v > top1) top1 = v;
+    }
+    if (e.phase === "recompute") recompute[c] = 1;
+    else if (e.phase === "backward") backward[c] = 1;
+  }
+  const x = (c) => left + ((c + 0.5) * pw) / cols;
+  const y = (v) => top + ph - (v / top1) * ph;
+  const colW = pw / cols;
+
+  // Phases behind the lines: backward grey, recomputation orange (the "wave" of checkpointing).
+  for (let c = 0; c < cols; c++) {
+    if (recompute[c]) g.fillStyle = "rgba(251, 146, 60, 0.22)";
+    else if (backward[c]) g.fillStyle = "rgba(148, 163, 184, 0.16)";
+    else continue;
+    g.fillRect(left + c * colW, top, Math.max(1, colW), ph);
+  }
+  // Axes and the scale.
+  g.strokeStyle = "#cbd5e1";
+  g.lineWidth = 1;
+  g.beginPath();
+  g.moveTo(left, top);
+  g.lineTo(left, top + ph);
+  g.lineTo(left + pw, top + ph);
+  g.stroke();
+  g.fillStyle = "#64748b";
+  g.font = "10px system-ui, sans-serif";
+  g.textAlign = "right";
+  g.fillText(bytes(top1), left - 4, top + 8);
+  g.fillText("0", left - 4, top + ph);
+  g.textAlign = "left";
+  g.fillText("step 1", left, H - 3);
+  g.textAlign = "right";
+  g.fillText(`step ${n}`, left + pw, H - 3);
+
+  for (let s = SERIES.length - 1; s >= 0; s--) {
+    g.strokeStyle = SERIES[s].color;
+    g.lineWidth = 1.5;
+    g.beginPath();
+    for (let c = 0; c < cols; c++) {
+      if (c === 0) g.moveTo(x(c), y(maxes[s][c]));
+      else g.lineTo(x(c), y(maxes[s][c]));
+    }
+    g.stroke();
+  }
+  placeCursor(lastStep);
+}
+
+let lastStep = 0;
+
+function placeCursor(step) {
+  lastStep = step;
+  const n = layout.n;
+  if (!n || step < 1) {
+    cursor.style.display = "none";
+    return;
+  }
+  cursor.style.display = "block";
+  const px = layout.left + ((step - 0.5) / n) * layout.width;
+  cursor.style.transform = `translateX(${px}px)`;
+}
+
+export function render(state, ctx) {
+  placeCursor(ctx.step);
+  const mem = state.mem || {};
+  const peak = state.peak || {};
+  readout.innerHTML = SERIES.map(
+    (s) =>
+      `<span class="mem-item"><i style="background:${s.color}"></i>${s.label} <b>${bytes(mem[s.key] || 0)}</b>` +
+      `<span class="dim"> peak ${bytes(peak[s.key] || 0)}</span></span>`,
+  ).join("");
+}

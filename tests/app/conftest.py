@@ -1,0 +1,160 @@
+"""Fixtures of the web app's tests: settings on a temporary database, the app, a TestClient, and
+helpers to wait for a run and to read its event stream."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import uvicorn
+from fastapi import FastAPI
+from fastapi.testclient import TestClient
+
+from app.config import Settings
+from app.main import create_app
+from app.runs import RunManager
+from app.sandbox import Limits
+
+# Small batches, so even a small scenario streams as several messages and resuming can land
+# inside one; generous wall time, since tests share the machine's two cores.
+BATCH = 100
+MAX_MESSAGES = 1000
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Settings:
+    return Settings(
+        data_dir=tmp_path / "data",
+        batch_events=BATCH,
+        max_upload_bytes=20_000,
+        limits=Limits(wall_seconds=60.0, cpu_seconds=20.0),
+    )
+
+
+@pytest.fixture
+def app(settings: Settings) -> FastAPI:
+    return create_app(settings)
+
+
+@pytest.fixture
+def client(app: FastAPI) -> Iterator[TestClient]:
+    with TestClient(app) as c:  # `with`: runs the lifespan (opens the database)
+        yield c
+
+
+@dataclass
+class LiveServer:
+    url: str
+    app: FastAPI
+
+
+@pytest.fixture
+def live_server(app: FastAPI) -> Iterator[LiveServer]:
+    """The app under a real uvicorn on a free loopback port, in a thread: TestClient hands a
+    response over only once the app has finished it, so seeing a stream arrive piece by piece
+    takes a real server."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    config = uvicorn.Config(
+        app, log_level="warning", ws="none", http="h11", lifespan="on", timeout_graceful_shutdown=5
+    )
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    try:
+        for _ in range(3000):  # bounded: the server starts in well under a second
+            if server.started or not thread.is_alive():
+                break
+            thread.join(0.01)
+        assert server.started, "uvicorn did not start"
+        host, port = sock.getsockname()
+        yield LiveServer(f"http://{host}:{port}", app)
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)
+        sock.close()
+
+
+def manager(client: TestClient) -> RunManager:
+    runs: RunManager = client.app.state.runs  # type: ignore[attr-defined]
+    return runs
+
+
+def start_run(client: TestClient, **body: Any) -> str:
+    response = client.post("/api/runs", json=body)
+    assert response.status_code == 201, response.text
+    run_id: str = response.json()["id"]
+    return run_id
+
+
+def finished_run(client: TestClient, run_id: str) -> dict[str, Any]:
+    """Wait on the run's completion future (no polling, no sleeps), then its status."""
+    manager(client).wait(run_id, timeout=120)
+    run: dict[str, Any] = client.get(f"/api/runs/{run_id}").json()
+    assert run["status"] in ("done", "error"), run
+    return run
+
+
+@dataclass
+class Message:
+    event: str | None
+    id: str | None
+    data: Any
+
+
+def iter_stream(
+    client: httpx.Client, run_id: str, *, headers: dict[str, str] | None = None, query: str = ""
+) -> Iterator[Message]:
+    """The messages of ``/events`` as they arrive, parsed per the SSE format."""
+    fields: dict[str, str] = {}
+    data: list[str] = []
+    with client.stream("GET", f"/api/runs/{run_id}/events{query}", headers=headers or {}) as response:
+        assert response.status_code == 200, response.read()
+        assert response.headers["content-type"].startswith("text/event-stream")
+        for line in response.iter_lines():
+            if line == "":
+                if data or fields:
+                    yield Message(fields.get("event"), fields.get("id"), json.loads("\n".join(data)))
+                fields, data = {}, []
+            elif not line.startswith(":"):  # ":" starts a keep-alive comment
+                name, _, value = line.partition(":")
+                value = value[1:] if value.startswith(" ") else value
+                if name == "data":
+                    data.append(value)
+                else:
+                    fields[name] = value
+
+
+def read_stream(
+    client: TestClient,
+    run_id: str,
+    *,
+    headers: dict[str, str] | None = None,
+    query: str = "",
+    stop_after: int = 0,
+) -> list[Message]:
+    """Every message of ``/events``. ``stop_after=N``: hang up after N ``events`` messages, as a
+    dropped connection would."""
+    messages: list[Message] = []
+    stream = iter_stream(client, run_id, headers=headers, query=query)
+    try:
+        for message in stream:
+            messages.append(message)
+            if stop_after and sum(m.event == "events" for m in messages) >= stop_after:
+                break
+            # A stream that repeats itself would otherwise hang the test instead of failing it.
+            assert len(messages) <= MAX_MESSAGES, "the stream does not end"
+    finally:
+        stream.close()  # closes the response: the server sees the client hang up
+    return messages
+
+
+def stream_items(messages: list[Message]) -> list[dict[str, Any]]:
+    return [item for m in messages if m.event == "events" for item in m.data]

@@ -1,0 +1,560 @@
+"""The web app's API with FastAPI's TestClient: scenarios, runs (bundled and sandboxed), exports,
+the event stream and its resume, errors, persistence across app instances, pages, the schema."""
+
+from __future__ import annotations
+
+import json
+import queue
+import re
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from fastapi.testclient import TestClient
+
+from app.config import Settings
+from app.main import create_app
+from app.runner import SCENARIOS_DIR, list_scenarios, run_scenario
+from app.runs import EventWriter, RunManager, clean_filename, docstring_title
+from app.store import INTERRUPTED, Store
+from engine.trace.export import annotate, to_dot
+from engine.trace.state import initial_state
+from tests.app.conftest import (
+    BATCH,
+    LiveServer,
+    finished_run,
+    iter_stream,
+    manager,
+    read_stream,
+    start_run,
+    stream_items,
+)
+
+
+def without_time(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    # t_ns is the one field that differs between two runs of a scenario (docs/trace.md).
+    return [{k: v for k, v in e.items() if k != "t_ns"} for e in events]
+
+
+@pytest.fixture(scope="module")
+def nested_direct() -> dict[str, Any]:
+    """nested_checkpoint run directly, the reference the served run is compared with."""
+    result = run_scenario(SCENARIOS_DIR / "nested_checkpoint.py", trusted=True)
+    assert result.ok and result.trace is not None
+    return result.trace
+
+
+@pytest.fixture
+def nested(client: TestClient) -> str:
+    run_id = start_run(client, scenario="nested_checkpoint")
+    assert finished_run(client, run_id)["status"] == "done"
+    return run_id
+
+
+# --- scenarios -----------------------------------------------------------------------------------
+
+
+def test_scenarios_are_the_bundled_files_with_their_docstrings(client: TestClient) -> None:
+    response = client.get("/api/scenarios")
+    assert response.status_code == 200
+    scenarios = response.json()
+    assert [s["id"] for s in scenarios] == sorted(p.stem for p in SCENARIOS_DIR.glob("*.py"))
+    nested = next(s for s in scenarios if s["id"] == "nested_checkpoint")
+    assert nested["title"] == "Nested checkpoints"
+    assert nested["description"]
+    assert set(nested) == {"id", "title", "description"}
+
+
+# --- a bundled run -------------------------------------------------------------------------------
+
+
+def test_a_bundled_run_completes_with_its_status(client: TestClient, nested_direct: dict[str, Any]) -> None:
+    response = client.post("/api/runs", json={"scenario": "nested_checkpoint"})
+    assert response.status_code == 201
+    created = response.json()
+    run_id = created["id"]
+    assert re.fullmatch(r"[A-Za-z0-9_-]{11}", run_id)
+    assert created["url"] == f"/runs/{run_id}"
+    assert created["status"] in ("queued", "running", "done")
+    assert response.headers["location"] == f"/api/runs/{run_id}"
+
+    run = finished_run(client, run_id)
+    assert run["status"] == "done"
+    assert run["error"] is None
+    assert run["scenario"] == "nested_checkpoint"
+    assert run["title"] == "Nested checkpoints"
+    assert run["filename"] == "scenarios/nested_checkpoint.py"
+    assert run["source"] == (SCENARIOS_DIR / "nested_checkpoint.py").read_text()
+    assert run["n_events"] == run["progress"] == len(nested_direct["events"])
+    assert run["initial_state"] == initial_state()
+    assert run["stdout"].startswith("x.grad: tensor(")
+    assert run["created_at"] <= run["started_at"] <= run["finished_at"]
+
+
+def test_trace_json_is_the_run_trace(client: TestClient, nested: str, nested_direct: dict[str, Any]) -> None:
+    response = client.get(f"/api/runs/{nested}/trace.json")
+    assert response.status_code == 200
+    assert response.headers["content-type"] == "application/json"
+    doc = response.json()
+    assert doc["schema"] == "autograd-lens/trace" and doc["version"] == 1
+    assert doc["sources"] == nested_direct["sources"]
+    assert doc["meta"] == nested_direct["meta"]
+    assert without_time(doc["events"]) == without_time(nested_direct["events"])
+    assert "derived" not in doc
+
+    derived = client.get(f"/api/runs/{nested}/trace.json?derived=true").json()["derived"]
+    assert json.loads(json.dumps(annotate(doc["events"]))) == derived
+
+
+def test_graph_dot_and_chrome_exports(client: TestClient, nested: str) -> None:
+    events = client.get(f"/api/runs/{nested}/trace.json").json()["events"]
+    dot = client.get(f"/api/runs/{nested}/graph.dot")
+    assert dot.status_code == 200
+    assert dot.headers["content-type"].startswith("text/vnd.graphviz")
+    assert dot.text == to_dot(events).source
+    assert "id=f0" in dot.text  # frame 0's cluster, which the viewer restyles by id
+
+    chrome = client.get(f"/api/runs/{nested}/trace.chrome.json?clock=seq").json()
+    slices = [e for e in chrome["traceEvents"] if e["ph"] == "X"]
+    assert slices and all(e["ts"] == int(e["ts"]) for e in slices)
+    assert client.get(f"/api/runs/{nested}/trace.chrome.json?clock=wall").status_code == 422
+
+
+# --- the stream ----------------------------------------------------------------------------------
+
+
+def test_the_stream_sends_annotated_batches_then_done(client: TestClient, nested: str) -> None:
+    events = client.get(f"/api/runs/{nested}/trace.json").json()["events"]
+    messages = read_stream(client, nested)
+    assert [m.event for m in messages] == ["events"] * (len(messages) - 1) + ["done"]
+    assert len(messages) - 1 == -(-len(events) // BATCH)  # full batches, then the rest
+    for m in messages[:-1]:
+        assert 0 < len(m.data) <= BATCH
+        assert m.id == str(m.data[-1]["event"]["seq"])
+    items = stream_items(messages)
+    assert [i["event"] for i in items] == events
+    assert [{"changes": i["changes"], "caption": i["caption"]} for i in items] == json.loads(
+        json.dumps(annotate(events))
+    )
+    done = messages[-1]
+    assert done.id is None  # the client's last event id stays the last event's seq
+    assert done.data == {"status": "done", "error": None, "n_events": len(events)}
+
+
+def test_resuming_with_last_event_id_continues_without_loss_or_duplicates(
+    client: TestClient, nested: str
+) -> None:
+    whole = stream_items(read_stream(client, nested))
+    first = read_stream(client, nested, stop_after=2)  # the connection drops after 2 messages
+    assert len(first) == 2
+    rest = read_stream(client, nested, headers={"Last-Event-ID": first[-1].id or ""})
+    assert rest[0].data[0]["event"]["seq"] == int(first[-1].id or "") + 1
+    assert stream_items(first) + stream_items(rest) == whole
+    assert rest[-1].event == "done"
+
+
+def test_resuming_inside_a_batch_with_the_query_parameter(client: TestClient, nested: str) -> None:
+    whole = stream_items(read_stream(client, nested))
+    rest = read_stream(client, nested, query="?last_event_id=150")
+    assert rest[0].id == str(2 * BATCH - 1)  # the rest of the batch 100..199, under its own id
+    assert stream_items(rest) == whole[151:]
+    # A browser's reconnection header is more recent than the URL it was opened with.
+    newer = read_stream(client, nested, headers={"Last-Event-ID": "300"}, query="?last_event_id=10")
+    assert stream_items(newer) == whole[301:]
+    at_end = read_stream(client, nested, headers={"Last-Event-ID": str(len(whole) - 1)})
+    assert [m.event for m in at_end] == ["done"]
+
+
+def test_a_malformed_last_event_id_is_refused(client: TestClient, nested: str) -> None:
+    for headers, query in (({"Last-Event-ID": "abc"}, ""), ({}, "?last_event_id=-5")):
+        response = client.get(f"/api/runs/{nested}/events{query}", headers=headers)
+        assert response.status_code == 422
+        assert isinstance(response.json()["detail"], str)
+
+
+def test_a_stream_opened_before_the_run_starts_receives_every_event(client: TestClient) -> None:
+    runs = manager(client)
+    with runs.in_process:  # the server's in-process slot is busy: the run waits, queued
+        run_id = start_run(client, scenario="single_checkpoint")
+        run = client.get(f"/api/runs/{run_id}").json()
+        assert (run["status"], run["n_events"], run["started_at"]) == ("queued", 0, None)
+        for export in ("graph.dot", "trace.json", "trace.chrome.json"):
+            response = client.get(f"/api/runs/{run_id}/{export}")
+            assert response.status_code == 409, export
+            assert "queued" in response.json()["detail"]
+        received: list[Any] = []
+        reader = threading.Thread(target=lambda: received.extend(read_stream(client, run_id)))
+        reader.start()
+    reader.join(timeout=120)
+    assert not reader.is_alive()
+    events = client.get(f"/api/runs/{run_id}/trace.json").json()["events"]
+    assert [i["event"] for i in stream_items(received)] == events
+    assert received[-1].event == "done" and received[-1].data["status"] == "done"
+
+
+def test_events_stream_while_the_run_is_still_going(
+    live_server: LiveServer, nested_direct: dict[str, Any]
+) -> None:
+    """The path of an incremental runner: batches appended one by one to a running run reach an
+    open stream as they are stored, before the run finishes (a real server: TestClient hands
+    a response over only once it is complete)."""
+    runs: RunManager = live_server.app.state.runs
+    events = nested_direct["events"]
+    assert len(events) > 3 * BATCH
+    runs.store.create_run("liverun", scenario=None, title="t", filename="t.py", source="", trusted=False)
+    runs.store.set_running("liverun")
+    writer = EventWriter(runs.store, "liverun", BATCH, lambda: runs.notify("liverun"))
+    arrived: queue.Queue[Any] = queue.Queue()
+
+    def listen() -> None:
+        try:
+            with httpx.Client(base_url=live_server.url, timeout=60) as http:
+                for message in iter_stream(http, "liverun"):
+                    arrived.put(message)
+        except BaseException as e:  # the test's thread reports it
+            arrived.put(e)
+
+    reader = threading.Thread(target=listen, daemon=True)
+    reader.start()
+    for first in (0, BATCH):
+        writer.add(events[first : first + BATCH])  # a full batch: stored and announced
+        message = arrived.get(timeout=30)
+        assert (message.event, message.id) == ("events", str(first + BATCH - 1))
+        assert [i["event"] for i in message.data] == json.loads(json.dumps(events[first : first + BATCH]))
+        run = runs.store.get_run("liverun")
+        assert run is not None and run.status == "running"
+    writer.add(events[2 * BATCH :])
+    writer.flush()
+    runs.store.finish("liverun", status="done", error=None)
+    runs.notify("liverun")
+    rest = [arrived.get(timeout=30) for _ in range(-(-len(events) // BATCH) - 2 + 1)]
+    reader.join(timeout=30)
+    assert rest[-1].event == "done" and not reader.is_alive()
+    assert [i["event"] for i in stream_items(rest)] == json.loads(json.dumps(events[2 * BATCH :]))
+
+
+# --- concurrency ---------------------------------------------------------------------------------
+
+UPLOAD = '''"""Upload {name}"""
+import engine as torch
+from engine.utils.checkpoint import checkpoint
+
+x = torch.ones({n}, requires_grad=True)
+y = checkpoint(lambda t: t.sin() * {n}, x, use_reentrant=False)
+y.sum().backward()
+print("this is run {name}")
+'''
+
+
+def test_concurrent_runs_do_not_mix(client: TestClient) -> None:
+    bodies = {
+        "nested": {"scenario": "nested_checkpoint"},
+        "single": {"scenario": "single_checkpoint"},
+        "a": {"source": UPLOAD.format(name="a", n=2), "filename": "a.py"},
+        "b": {"source": UPLOAD.format(name="b", n=3), "filename": "b.py"},
+    }
+    ids = {name: start_run(client, **body) for name, body in bodies.items()}  # all before any wait
+    runs = {name: finished_run(client, run_id) for name, run_id in ids.items()}
+    assert {name: r["status"] for name, r in runs.items()} == dict.fromkeys(bodies, "done")
+    for name, run_id in ids.items():
+        doc = client.get(f"/api/runs/{run_id}/trace.json").json()
+        filename = runs[name]["filename"]
+        assert list(doc["sources"]) == [filename]
+        assert {e["src"]["file"] for e in doc["events"] if e["src"]} == {filename}
+        assert [i["event"] for i in stream_items(read_stream(client, run_id))] == doc["events"]
+        if name in ("a", "b"):
+            labels = [e["label"] for e in doc["events"] if e["kind"] == "mark"]
+            assert labels == [f"this is run {name}"]
+            assert runs[name]["title"] == f"Upload {name}"
+            x = next(e for e in doc["events"] if e["kind"] == "tensor_new" and e["name"] == "x")
+            assert x["shape"] == [2 if name == "a" else 3]
+
+
+# --- uploaded scenarios that fail ----------------------------------------------------------------
+
+
+def test_an_uploaded_scenario_that_raises_reports_its_line(client: TestClient) -> None:
+    source = (
+        "import engine as torch\nx = torch.ones(2, requires_grad=True)\ny = x * 2\nraise ValueError('boom')\n"
+    )
+    run_id = start_run(client, source=source, filename="dir/../broken.py")
+    run = finished_run(client, run_id)
+    assert run["status"] == "error"
+    assert run["filename"] == "broken.py"
+    assert run["error"] == {
+        "type": "ValueError",
+        "message": "boom",
+        "file": "broken.py",
+        "line": 4,
+        "limit": None,
+    }
+    messages = read_stream(client, run_id)
+    items = stream_items(messages)
+    assert items[-1]["event"]["kind"] == "error"  # the trace up to the error is there to step through
+    assert items[-1]["event"]["src"] == {"file": "broken.py", "line": 4}
+    assert messages[-1].data == {"status": "error", "error": run["error"], "n_events": len(items)}
+
+
+@pytest.mark.parametrize(
+    ("source", "kind", "line"),
+    [
+        ("import engine\n\nx = (1,\n", "SyntaxError", 3),
+        ("import engine\nimport os\n", "ImportError", 2),  # the sandbox allows engine and math only
+    ],
+)
+def test_an_uploaded_scenario_that_cannot_run_reports_its_line(
+    client: TestClient, source: str, kind: str, line: int
+) -> None:
+    run = finished_run(client, start_run(client, source=source))
+    assert run["status"] == "error"
+    assert (run["error"]["type"], run["error"]["file"], run["error"]["line"]) == (kind, "scenario.py", line)
+
+
+# --- errors --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/api/runs/doesnotexist",
+        "/api/runs/doesnotexist/events",
+        "/api/runs/doesnotexist/trace.json",
+        "/api/runs/doesnotexist/trace.chrome.json",
+        "/api/runs/doesnotexist/graph.dot",
+        "/api/runs/bad%20id!",
+        "/api/runs/..%2F..%2Fetc",
+        "/runs/doesnotexist",
+    ],
+)
+def test_unknown_runs_are_404(client: TestClient, path: str) -> None:
+    response = client.get(path)
+    assert response.status_code == 404
+    assert response.headers["content-type"] == "application/json"
+    detail = response.json()["detail"]
+    # An encoded slash splits the path: no route matches at all.
+    assert "no run with id" in detail or (detail == "Not Found" and "%2F" in path)
+
+
+def test_unknown_routes_and_methods_answer_json(client: TestClient) -> None:
+    assert client.get("/api/nothing").json() == {"detail": "Not Found"}
+    assert client.get("/static/no/such/file.js").status_code == 404
+    response = client.delete("/api/scenarios")
+    assert response.status_code == 405 and response.json() == {"detail": "Method Not Allowed"}
+
+
+@pytest.mark.parametrize("scenario", ["no_such_scenario", "../app/main", "nested_checkpoint.py", "_private"])
+def test_unknown_scenarios_are_404(client: TestClient, scenario: str) -> None:
+    response = client.post("/api/runs", json={"scenario": scenario})
+    assert response.status_code == 404
+    assert "no bundled scenario" in response.json()["detail"]
+
+
+@pytest.mark.parametrize(
+    ("body", "fragment"),
+    [
+        ({}, "exactly one of"),
+        ({"scenario": "nested_checkpoint", "source": "x = 1"}, "exactly one of"),
+        ({"scenario": "nested_checkpoint", "filename": "a.py"}, '"filename" goes with "source"'),
+        ({"source": 42}, "body.source"),
+        ({"source": "x = 1", "extra": True}, "body.extra"),
+        ({"source": "x = '\ud800'"}, "lone surrogate"),
+    ],
+)
+def test_malformed_bodies_are_422(client: TestClient, body: dict[str, Any], fragment: str) -> None:
+    response = client.post(
+        "/api/runs", content=json.dumps(body), headers={"content-type": "application/json"}
+    )
+    assert response.status_code == 422
+    payload = response.json()
+    assert fragment in payload["detail"]
+    assert payload["errors"] and all(set(e) == {"type", "loc", "msg"} for e in payload["errors"])
+
+
+def test_invalid_json_is_422(client: TestClient) -> None:
+    response = client.post("/api/runs", content=b'{"source": ', headers={"content-type": "application/json"})
+    assert response.status_code == 422
+    assert "JSON" in response.json()["detail"]
+
+
+def test_oversized_uploads_are_413(client: TestClient, settings: Settings) -> None:
+    text = "#" * (settings.max_upload_bytes + 1)
+    response = client.post("/api/runs", json={"source": text})
+    assert response.status_code == 413
+    assert f"the limit is {settings.max_upload_bytes} bytes" in response.json()["detail"]
+
+    huge = b'{"source": "' + b"x" * settings.max_body_bytes + b'"}'
+    response = client.post("/api/runs", content=huge, headers={"content-type": "application/json"})
+    assert response.status_code == 413
+    assert "request body is larger" in response.json()["detail"]
+
+    def chunked() -> Iterator[bytes]:  # no Content-Length: counted while it is read
+        yield b'{"source": "'
+        for _ in range(settings.max_body_bytes // 65536 + 2):
+            yield b"x" * 65536
+        yield b'"}'
+
+    response = client.post("/api/runs", content=chunked(), headers={"content-type": "application/json"})
+    assert response.status_code == 413
+    assert client.get("/api/scenarios").status_code == 200  # and the server carries on
+
+
+def test_a_full_queue_answers_503(tmp_path: Path) -> None:
+    app = create_app(Settings(data_dir=tmp_path, max_pending=1))
+    with TestClient(app) as client:
+        runs = manager(client)
+        with runs.in_process:
+            first = start_run(client, scenario="single_checkpoint")
+            response = client.post("/api/runs", json={"scenario": "single_checkpoint"})
+            assert response.status_code == 503
+            assert response.headers["retry-after"] == "5"
+            assert "try again" in response.json()["detail"]
+        assert finished_run(client, first)["status"] == "done"
+        assert finished_run(client, start_run(client, scenario="single_checkpoint"))["status"] == "done"
+
+
+# --- persistence ---------------------------------------------------------------------------------
+
+
+def test_runs_survive_a_restart(settings: Settings) -> None:
+    with TestClient(create_app(settings)) as client:
+        run_id = start_run(client, scenario="early_stop_on")
+        before = finished_run(client, run_id)
+        trace_before = client.get(f"/api/runs/{run_id}/trace.json").text
+        dot_before = client.get(f"/api/runs/{run_id}/graph.dot").text
+    with TestClient(create_app(settings)) as client:  # a new server on the same database
+        assert client.get(f"/api/runs/{run_id}").json() == before
+        assert client.get(f"/api/runs/{run_id}/trace.json").text == trace_before
+        assert client.get(f"/api/runs/{run_id}/graph.dot").text == dot_before
+        items = stream_items(read_stream(client, run_id))
+        assert [i["event"] for i in items] == json.loads(trace_before)["events"]
+
+
+def test_runs_a_restart_interrupted_end_as_errors(settings: Settings) -> None:
+    store = Store(settings.database)
+    store.open()
+    for run_id in ("queuedrun", "runningrun"):
+        store.create_run(run_id, scenario=None, title="t", filename="t.py", source="", trusted=False)
+    store.set_running("runningrun")
+    event = {"seq": 0, "kind": "mark", "label": "before the crash", "src": None}
+    store.append_batch("runningrun", 0, [{"event": event, "changes": [], "caption": "c"}])
+    with TestClient(create_app(settings)) as client:
+        for run_id in ("queuedrun", "runningrun"):
+            run = client.get(f"/api/runs/{run_id}").json()
+            assert run["status"] == "error"
+            assert run["error"]["message"] == INTERRUPTED
+        messages = read_stream(client, "runningrun")  # what was stored stays readable
+        assert [i["event"] for i in stream_items(messages)] == [event]
+        assert messages[-1].data["status"] == "error"
+
+
+# --- pages ---------------------------------------------------------------------------------------
+
+
+def page_config(html: str) -> dict[str, Any]:
+    match = re.search(r'<script type="application/json" id="config">(.*?)</script>', html, re.S)
+    assert match, html
+    config: dict[str, Any] = json.loads(match.group(1))
+    return config
+
+
+def test_the_home_page_lists_the_scenarios(client: TestClient) -> None:
+    response = client.get("/")
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("text/html")
+    config = page_config(response.text)
+    assert config["page"] == "index"
+    assert [s["id"] for s in config["scenarios"]] == [s.id for s in list_scenarios()]
+
+
+def test_the_run_page_carries_its_config_safely(client: TestClient) -> None:
+    hostile = '"""</script><script>alert(1)</script>"""\nimport engine\n'
+    run_id = start_run(client, source=hostile)
+    response = client.get(f"/runs/{run_id}?step=7")
+    assert response.status_code == 200
+    assert "<script>alert(1)" not in response.text
+    config = page_config(response.text)
+    assert config["run_id"] == run_id and config["step"] == 7
+    assert config["title"] == "</script><script>alert(1)</script>"
+    assert config["urls"]["events"] == f"/api/runs/{run_id}/events"
+    assert page_config(client.get(f"/runs/{run_id}?step=abc").text)["step"] is None
+    finished_run(client, run_id)
+
+
+# --- the schema, the settings, the module --------------------------------------------------------
+
+
+def test_the_openapi_schema_describes_the_api(client: TestClient) -> None:
+    schema = client.get("/openapi.json").json()
+    paths = schema["paths"]
+    for path in (
+        "/api/scenarios",
+        "/api/runs",
+        "/api/runs/{run_id}",
+        "/api/runs/{run_id}/events",
+        "/api/runs/{run_id}/trace.json",
+        "/api/runs/{run_id}/trace.chrome.json",
+        "/api/runs/{run_id}/graph.dot",
+    ):
+        assert path in paths, path
+    post = paths["/api/runs"]["post"]
+    assert post["responses"]["201"]["content"]["application/json"]["schema"]["$ref"].endswith("/RunCreated")
+    assert post["responses"]["422"]["content"]["application/json"]["schema"]["$ref"].endswith(
+        "/ValidationErrorResponse"
+    )
+    assert set(post["responses"]) >= {"201", "404", "413", "422", "503"}
+    run = schema["components"]["schemas"]["Run"]
+    assert set(run["required"]) >= {"id", "status", "scenario", "title", "filename", "source", "error"}
+    assert run["properties"]["status"]["enum"] == ["queued", "running", "done", "error"]
+    assert "text/event-stream" in paths["/api/runs/{run_id}/events"]["get"]["responses"]["200"]["content"]
+
+
+def test_settings_come_from_the_environment(tmp_path: Path) -> None:
+    env = {
+        "AUTOGRAD_LENS_DATA_DIR": str(tmp_path),
+        "AUTOGRAD_LENS_PORT": "9001",
+        "AUTOGRAD_LENS_LIMIT_CPU_SECONDS": "2.5",
+        "AUTOGRAD_LENS_LIMIT_MAX_EVENTS": "1000",
+        "AUTOGRAD_LENS_MAX_UPLOAD_BYTES": "",  # empty: the default
+    }
+    settings = Settings.from_env(env)
+    assert settings.database == tmp_path / "runs.sqlite3"
+    assert settings.port == 9001
+    assert (settings.limits.cpu_seconds, settings.limits.max_events) == (2.5, 1000)
+    assert settings.max_upload_bytes == 1_000_000
+    assert Settings.from_env({"AUTOGRAD_LENS_DB": "/x/y.db"}).database == Path("/x/y.db")
+    with pytest.raises(ValueError, match="AUTOGRAD_LENS_PORT='http'"):
+        Settings.from_env({"AUTOGRAD_LENS_PORT": "http"})
+    with pytest.raises(ValueError, match="workers"):
+        Settings.from_env({"AUTOGRAD_LENS_WORKERS": "0"})
+
+
+def test_importing_the_app_module_creates_no_data_dir(tmp_path: Path) -> None:
+    code = "import app.main; a = app.main.app; print(type(a).__name__)"
+    root = Path(__file__).resolve().parents[2]
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=tmp_path,
+        env={"PYTHONPATH": str(root)},
+        capture_output=True,
+        text=True,
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "FastAPI"
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_uploaded_names_and_titles() -> None:
+    assert clean_filename("../../etc/passwd") == "passwd.py"
+    assert clean_filename("C:\\Users\\me\\demo.py") == "demo.py"
+    assert clean_filename("my <scenario>.py") == "my _scenario_.py"
+    assert clean_filename(None) == clean_filename("..") == "scenario.py"
+    assert docstring_title('# c\n"""  First line\n\n more"""\nx = 1') == "First line"
+    assert docstring_title("x = 1\n") is None
+    assert docstring_title('"""a""" + x\n') is None
+    assert docstring_title('f"""{x}"""\n') is None
+    assert docstring_title('"""unterminated\n') is None

@@ -1,0 +1,174 @@
+"""``app/store.py`` (SQLite: runs, event batches, resume queries, restarts) and ``EventWriter``."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from app.runner import SCENARIOS_DIR, run_scenario
+from app.runs import EventWriter
+from app.store import INTERRUPTED, Store, dumps, items_after
+from engine.trace.export import annotate
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Store:
+    s = Store(tmp_path / "sub" / "runs.sqlite3")
+    s.open()
+    return s
+
+
+def items(first: int, n: int) -> list[dict[str, Any]]:
+    return [
+        {"event": {"seq": s, "kind": "mark"}, "changes": [], "caption": f"e{s}"}
+        for s in range(first, first + n)
+    ]
+
+
+def new_run(store: Store, run_id: str = "run1") -> None:
+    store.create_run(run_id, scenario=None, title="T", filename="t.py", source="x = 1\n", trusted=False)
+
+
+def test_open_creates_the_file_in_wal_mode(tmp_path: Path) -> None:
+    path = tmp_path / "a" / "b" / "runs.sqlite3"
+    store = Store(path)
+    assert not path.parent.exists()  # nothing on disk before open()
+    store.open()
+    store.open()  # idempotent
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    assert tables >= {"runs", "batches"}
+
+
+def test_a_run_round_trips(store: Store) -> None:
+    new_run(store)
+    run = store.get_run("run1")
+    assert run is not None
+    assert (run.status, run.title, run.filename, run.source, run.trusted) == (
+        "queued",
+        "T",
+        "t.py",
+        "x = 1\n",
+        False,
+    )
+    assert (run.n_events, run.progress, run.error, run.started_at, run.finished) == (0, 0, None, None, False)
+    assert store.get_run("nope") is None
+    with pytest.raises(sqlite3.IntegrityError):
+        new_run(store)  # ids are unique
+    store.set_running("run1")
+    store.set_progress("run1", 40)
+    store.set_progress("run1", 10)  # progress never goes back
+    run = store.get_run("run1")
+    assert run is not None and (run.status, run.progress) == ("running", 40) and run.started_at
+
+
+def test_batches_are_contiguous(store: Store) -> None:
+    new_run(store)
+    assert store.append_batch("run1", 0, items(0, 5)) == 5
+    with pytest.raises(ValueError, match="must start at seq 5"):
+        store.append_batch("run1", 6, items(6, 2))  # a hole
+    with pytest.raises(ValueError, match="must start at seq 5"):
+        store.append_batch("run1", 3, items(3, 2))  # an overlap
+    with pytest.raises(KeyError):
+        store.append_batch("nope", 0, items(0, 1))
+    assert store.append_batch("run1", 5, items(5, 5)) == 10
+    run = store.get_run("run1")
+    assert run is not None and run.n_events == 10
+
+
+def test_resume_queries(store: Store) -> None:
+    new_run(store)
+    for first in range(0, 30, 10):
+        store.append_batch("run1", first, items(first, 10))
+    assert [(b.first_seq, b.last_seq) for b in store.batches_after("run1", -1)] == [
+        (0, 9),
+        (10, 19),
+        (20, 29),
+    ]
+    assert [b.first_seq for b in store.batches_after("run1", 9)] == [10, 20]
+    assert [b.first_seq for b in store.batches_after("run1", -1, limit=1)] == [0]
+    assert store.batches_after("run1", 29) == []
+    inside = store.batches_after("run1", 14)
+    assert inside[0].first_seq == 10
+    data, n = items_after(inside[0], 14)
+    assert n == 5 and [i["event"]["seq"] for i in json.loads(data)] == [15, 16, 17, 18, 19]
+    assert items_after(inside[1], 14) == (inside[1].data, 10)  # untouched: sent as stored
+    assert [i["event"]["seq"] for i in store.items("run1")] == list(range(30))
+
+
+def test_finish_stores_the_outcome(store: Store) -> None:
+    new_run(store)
+    store.append_batch("run1", 0, items(0, 3))
+    error = {"type": "ValueError", "message": "boom", "file": "t.py", "line": 4, "limit": None}
+    store.finish(
+        "run1",
+        status="error",
+        error=error,
+        stdout="hi\n",
+        meta={"n_events": 3},
+        sources={"t.py": "x"},
+        dot="g",
+    )
+    run = store.get_run("run1")
+    assert run is not None
+    assert (run.status, run.error, run.stdout, run.progress, run.finished) == (
+        "error",
+        error,
+        "hi\n",
+        3,
+        True,
+    )
+    assert store.trace_parts("run1") == ({"n_events": 3}, {"t.py": "x"})
+    assert store.dot("run1") == "g"
+    with pytest.raises(ValueError, match="finishes as one of"):
+        store.finish("run1", status="running", error=None)
+
+
+def test_a_restart_interrupts_only_unfinished_runs(store: Store) -> None:
+    for run_id in ("q", "r", "d"):
+        new_run(store, run_id)
+    store.set_running("r")
+    store.append_batch("r", 0, items(0, 2))
+    store.finish("d", status="done", error=None)
+    reopened = Store(store.path)  # what a new server process does
+    reopened.open()
+    assert sorted(reopened.mark_interrupted()) == ["q", "r"]
+    for run_id in ("q", "r"):
+        run = reopened.get_run(run_id)
+        assert run is not None and run.status == "error"
+        assert run.error is not None and run.error["message"] == INTERRUPTED
+    done = reopened.get_run("d")
+    assert done is not None and (done.status, done.error) == ("done", None)
+    assert [i["caption"] for i in reopened.items("r")] == ["e0", "e1"]
+    assert reopened.mark_interrupted() == []
+
+
+def test_dumps_is_json_a_browser_parses() -> None:
+    assert dumps({"a": [1.5, float("nan"), float("inf")]}) == '{"a":[1.5,null,null]}'
+    text = dumps({"s": "\ud800 é"})  # a lone surrogate and a non-ASCII character
+    assert text.isascii() and json.loads(text) == {"s": "\ud800 é"}
+
+
+def test_the_event_writer_stores_annotated_batches(store: Store) -> None:
+    result = run_scenario(SCENARIOS_DIR / "single_checkpoint.py", trusted=True)
+    assert result.trace is not None
+    events = result.trace["events"]
+    new_run(store)
+    appended: list[int] = []
+    writer = EventWriter(store, "run1", 64, lambda: appended.append(1))
+    writer.add(events[:100])  # events may come in pieces, as from an incremental runner
+    writer.add(events[100:])
+    writer.flush()
+    assert len(appended) == -(-len(events) // 64)
+    assert [(b.last_seq - b.first_seq + 1) for b in store.batches_after("run1", -1, limit=1000)][:-1] == [
+        64
+    ] * (len(appended) - 1)
+    stored = list(store.items("run1"))
+    assert [i["event"] for i in stored] == json.loads(json.dumps(events))
+    derived = [{"changes": i["changes"], "caption": i["caption"]} for i in stored]
+    assert derived == json.loads(json.dumps(annotate(events)))

@@ -1,0 +1,152 @@
+"""Fixtures of the browser tests: the web app served by a live uvicorn on a free loopback port
+(with a temporary data directory), and headless Debian Chromium driven by Playwright's sync API.
+
+Playwright's own browser download never works here: the tests use Debian's ``chromium``
+(``scripts/setup.sh --browser``) through ``executable_path``; ``CHROMIUM_PATH`` overrides it.
+Without Chromium the tests are skipped, except in CI (``CI`` set), where that is a failure.
+
+Every page a test opens fails the test on a JavaScript error (``pageerror``) or a console error.
+Screenshots go to ``test-output/screenshots/`` (ignored by git), to look at.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SCREENSHOTS = ROOT / "test-output" / "screenshots"
+
+# The flags of shared/reference/environment.md: no sandbox (root in a container), no GPU, and no
+# traffic to anything but our server.
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
+
+
+def chromium_path() -> str | None:
+    """Debian's Chromium: the binary itself (its /usr/bin wrapper prints shell noise), else the
+    wrapper, else whatever ``chromium`` is on the PATH."""
+    if os.environ.get("CHROMIUM_PATH"):
+        return os.environ["CHROMIUM_PATH"]
+    for candidate in ("/usr/lib/chromium/chromium", "/usr/bin/chromium"):
+        if os.access(candidate, os.X_OK):
+            return candidate
+    return shutil.which("chromium")
+
+
+def _unavailable(why: str) -> None:
+    if os.environ.get("CI"):
+        pytest.fail(why)
+    pytest.skip(why)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def wait_for_port(port: int, proc: subprocess.Popen[bytes], timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"the server exited with status {proc.returncode} before listening")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.1)
+    raise RuntimeError(f"the server did not listen on port {port} within {timeout} s")
+
+
+@pytest.fixture(scope="session")
+def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The app under ``uvicorn --factory app.main:create_app``; yields its base URL."""
+    data = tmp_path_factory.mktemp("e2e-data")
+    port = free_port()
+    env = {
+        **os.environ,
+        "AUTOGRAD_LENS_DATA_DIR": str(data),
+        # Tests share the machine's cores with other tests: generous limits for the sandbox.
+        "AUTOGRAD_LENS_LIMIT_WALL_SECONDS": "60",
+        "AUTOGRAD_LENS_LIMIT_CPU_SECONDS": "30",
+    }
+    log = (data / "server.log").open("wb")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "uvicorn", "--factory", "app.main:create_app", "--host", "127.0.0.1",
+         "--port", str(port), "--log-level", "warning"],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        wait_for_port(port, proc)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Any]:
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        _unavailable("the playwright package is missing: install the dev extra (scripts/setup.sh)")
+    path = chromium_path()
+    if path is None:
+        _unavailable("Chromium is not installed: run scripts/setup.sh --browser")
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=path, args=CHROMIUM_ARGS)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+@pytest.fixture
+def page(browser: Any) -> Iterator[Any]:
+    """A fresh page at a laptop's size; any JavaScript error on it fails the test."""
+    context = browser.new_context(viewport={"width": 1440, "height": 900}, device_scale_factor=1)
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(f"pageerror: {exc}"))
+    page.on("console", lambda msg: errors.append(f"console.{msg.type}: {msg.text}") if msg.type == "error" else None)
+    page.set_default_timeout(30_000)
+    try:
+        yield page
+    finally:
+        context.close()
+    # Failed requests the tests provoke on purpose are not page errors: none do so far.
+    assert not errors, "errors in the page:\n" + "\n".join(errors)
+
+
+def screenshot(page: Any, name: str) -> Path:
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    path = SCREENSHOTS / f"{name}.png"
+    page.screenshot(path=str(path))
+    return path
