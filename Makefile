@@ -3,11 +3,15 @@ PY := .venv/bin/python
 
 .PHONY: setup run test check format demo
 
+# The engine alone, no server: trains a tiny MLP and prints its backward graph.
+demo: setup
+	$(PY) -m app.demo
+
 setup:
 	bash scripts/setup.sh
 
 run: setup
-	$(PY) -m app.demo
+	$(PY) -m app
 
 # Every test, plus lint, format and type checks. The torch oracle is installed first: the
 # differential tests compare the engine against real PyTorch 2.8.0.

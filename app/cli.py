@@ -3,7 +3,7 @@
     autograd-lens scenarios                         list the bundled scenarios
     autograd-lens trace SCENARIO [-o trace.json] [--format json|chrome] [--untrusted]
     autograd-lens dot SCENARIO -o graph.dot|graph.svg [--untrusted]
-    autograd-lens serve                             the web app (not built yet)
+    autograd-lens serve [--host H] [--port P]       the web app
 
 SCENARIO is a path to a Python file or the id (file stem) of a bundled scenario. A file runs in
 this process, like ``python file.py`` would; ``--untrusted`` runs it in the sandbox instead (the
@@ -132,8 +132,10 @@ def cmd_scenarios(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    print("autograd-lens: the web app is not built yet (it comes with issue 5)", file=sys.stderr)
-    return 2
+    from app.main import serve
+
+    serve(args.host, args.port)
+    return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -168,7 +170,9 @@ def build_parser() -> argparse.ArgumentParser:
     p_list = sub.add_parser("scenarios", help="list the bundled scenarios")
     p_list.set_defaults(func=cmd_scenarios)
 
-    p_serve = sub.add_parser("serve", help="start the web app")
+    p_serve = sub.add_parser("serve", help="start the web app (http://127.0.0.1:8000)")
+    p_serve.add_argument("--host", help="default: $AUTOGRAD_LENS_HOST or 127.0.0.1")
+    p_serve.add_argument("--port", type=int, help="default: $AUTOGRAD_LENS_PORT or 8000")
     p_serve.set_defaults(func=cmd_serve)
     return parser
 

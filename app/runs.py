@@ -198,6 +198,7 @@ class RunManager:
         self._futures: dict[str, Future[None]] = {}
         self._watchers: dict[str, set[Watcher]] = {}
         self.interrupted: list[str] = []
+        self._opened = False
 
     # --- lifecycle ---
 
@@ -207,8 +208,10 @@ class RunManager:
         with self._lock:
             if self._executor is not None:
                 return
-            self.store.open()
-            self.interrupted = self.store.mark_interrupted()
+            if not self._opened:  # once: a restart of this same manager has no orphans to mark
+                self.store.open()
+                self.interrupted = self.store.mark_interrupted()
+                self._opened = True
             self._executor = ThreadPoolExecutor(self.settings.workers, thread_name_prefix="autograd-lens-run")
 
     def stop(self) -> None:
@@ -217,6 +220,8 @@ class RunManager:
         with self._lock:
             executor, self._executor = self._executor, None
             cancelled = [rid for rid, f in self._futures.items() if f.cancel()]
+            for run_id in cancelled:
+                del self._futures[run_id]
         if executor is not None:
             executor.shutdown(wait=False, cancel_futures=True)
         for run_id in cancelled:
@@ -273,14 +278,8 @@ class RunManager:
                     continue
             else:  # pragma: no cover
                 raise RuntimeError("could not find a free run id")
-            future = executor.submit(self._execute, run_id, job)
-            self._futures[run_id] = future
-        future.add_done_callback(lambda _f: self._forget(run_id))
+            self._futures[run_id] = executor.submit(self._execute, run_id, job)
         return record
-
-    def _forget(self, run_id: str) -> None:
-        with self._lock:
-            self._futures.pop(run_id, None)
 
     def wait(self, run_id: str, timeout: float | None = None) -> None:
         """Until the run has finished in this process (at once if it is not running here);
@@ -310,6 +309,10 @@ class RunManager:
                 error=_error_dict("InternalError", f"the server failed to run the scenario: {e!r}"),
             )
         finally:
+            # Forgotten here rather than in a done-callback: once a caller sees the future done,
+            # the run no longer counts against max_pending.
+            with self._lock:
+                self._futures.pop(run_id, None)
             self.notify(run_id)
 
     def _run(self, run_id: str, job: _Job) -> RunResult:

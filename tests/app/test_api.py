@@ -450,6 +450,7 @@ def test_runs_a_restart_interrupted_end_as_errors(settings: Settings) -> None:
         messages = read_stream(client, "runningrun")  # what was stored stays readable
         assert [i["event"] for i in stream_items(messages)] == [event]
         assert messages[-1].data["status"] == "error"
+        assert client.get("/api/runs/runningrun/trace.json").json()["events"] == [event]
 
 
 # --- pages ---------------------------------------------------------------------------------------

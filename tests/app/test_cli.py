@@ -87,9 +87,13 @@ def test_dot_refuses_other_formats(tmp_path: Path, capsys: pytest.CaptureFixture
     assert ".svg" in capsys.readouterr().err
 
 
-def test_serve_is_not_built_yet(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["serve"]) == 2
-    assert "not built yet" in capsys.readouterr().err
+def test_serve_starts_the_web_app_with_the_given_address(monkeypatch: pytest.MonkeyPatch) -> None:
+    import app.main
+
+    calls: list[tuple[str | None, int | None]] = []
+    monkeypatch.setattr(app.main, "serve", lambda host, port: calls.append((host, port)))
+    assert main(["serve", "--host", "127.0.0.2", "--port", "8123"]) == 0
+    assert calls == [("127.0.0.2", 8123)]
 
 
 def test_untrusted_runs_in_the_sandbox(tmp_path: Path) -> None:

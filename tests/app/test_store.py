@@ -105,6 +105,7 @@ def test_finish_stores_the_outcome(store: Store) -> None:
     new_run(store)
     store.append_batch("run1", 0, items(0, 3))
     error = {"type": "ValueError", "message": "boom", "file": "t.py", "line": 4, "limit": None}
+    doc = json.dumps({"events": [1, "é"]}, ensure_ascii=False)
     store.finish(
         "run1",
         status="error",
@@ -113,6 +114,7 @@ def test_finish_stores_the_outcome(store: Store) -> None:
         meta={"n_events": 3},
         sources={"t.py": "x"},
         dot="g",
+        trace_json=doc,
     )
     run = store.get_run("run1")
     assert run is not None
@@ -125,6 +127,7 @@ def test_finish_stores_the_outcome(store: Store) -> None:
     )
     assert store.trace_parts("run1") == ({"n_events": 3}, {"t.py": "x"})
     assert store.dot("run1") == "g"
+    assert store.trace_json("run1") == doc
     with pytest.raises(ValueError, match="finishes as one of"):
         store.finish("run1", status="running", error=None)
 
