@@ -275,21 +275,9 @@ def jvp(
     """The outputs of ``func(*inputs)`` and the Jacobian-vector product ``J v`` (computed by the
     double-backward trick, see Note [Double-backward trick])."""
     with engine.enable_grad():
-        is_inputs_tuple, inputs_t = _as_tuple(inputs, "inputs", "jvp")
-        inputs_t = _grad_preprocess(inputs_t, create_graph=create_graph, need_graph=True)
-        v_t: tuple[Tensor, ...] | None = None
-        if v is not None:
-            _, v_t = _as_tuple(v, "v", "jvp")
-            v_t = _grad_preprocess(v_t, create_graph=create_graph, need_graph=False)
-            _validate_v(v_t, inputs_t, is_inputs_tuple)
-        elif len(inputs_t) != 1 or inputs_t[0].nelement() != 1:
-            raise RuntimeError(
-                "The vector v can only be None if the input to the user-provided function is a single "
-                "Tensor with a single element."
-            )
-        outputs = func(*inputs_t)
-        is_outputs_tuple, outputs_t = _as_tuple(outputs, "outputs of the user-provided function", "jvp")
-        _check_requires_grad(outputs_t, "outputs", strict=strict)
+        _, inputs_t, v_t, is_outputs_tuple, outputs_t = _check_v_and_run(
+            func, inputs, v, create_graph, strict, "jvp"
+        )
         # The backward graph of u -> J^T u, with u a dummy that requires grad.
         grad_outputs = tuple(engine.zeros_like(out, requires_grad=True) for out in outputs_t)
         grad_inputs = _autograd_grad(outputs_t, inputs_t, grad_outputs, create_graph=True)
@@ -438,17 +426,16 @@ def hessian(
     return _tuple_postprocess(res, (is_inputs_tuple, is_inputs_tuple))
 
 
-def _hessian_setup(
+def _check_v_and_run(
     func: Callable[..., Any],
     inputs: TensorOrTensors,
     v: TensorOrTensors | None,
     create_graph: bool,
     strict: bool,
     name: str,
-) -> tuple[
-    bool, tuple[Tensor, ...], tuple[Tensor, ...] | None, bool, tuple[Tensor, ...], tuple[Tensor | None, ...]
-]:
-    """What vhp and hvp share: run ``func`` and keep the graph of its gradient."""
+) -> tuple[bool, tuple[Tensor, ...], tuple[Tensor, ...] | None, bool, tuple[Tensor, ...]]:
+    """What jvp, vhp and hvp share (PyTorch spells it out in each): check ``inputs`` and ``v``,
+    which pairs with the inputs, then run ``func`` on a fresh copy of the inputs."""
     is_inputs_tuple, inputs_t = _as_tuple(inputs, "inputs", name)
     inputs_t = _grad_preprocess(inputs_t, create_graph=create_graph, need_graph=True)
     v_t: tuple[Tensor, ...] | None = None
@@ -464,6 +451,23 @@ def _hessian_setup(
     outputs = func(*inputs_t)
     is_outputs_tuple, outputs_t = _as_tuple(outputs, "outputs of the user-provided function", name)
     _check_requires_grad(outputs_t, "outputs", strict=strict)
+    return is_inputs_tuple, inputs_t, v_t, is_outputs_tuple, outputs_t
+
+
+def _hessian_setup(
+    func: Callable[..., Any],
+    inputs: TensorOrTensors,
+    v: TensorOrTensors | None,
+    create_graph: bool,
+    strict: bool,
+    name: str,
+) -> tuple[
+    bool, tuple[Tensor, ...], tuple[Tensor, ...] | None, bool, tuple[Tensor, ...], tuple[Tensor | None, ...]
+]:
+    """What vhp and hvp share: run ``func`` and keep the graph of its gradient."""
+    is_inputs_tuple, inputs_t, v_t, is_outputs_tuple, outputs_t = _check_v_and_run(
+        func, inputs, v, create_graph, strict, name
+    )
     if is_outputs_tuple or not isinstance(outputs_t[0], Tensor):
         raise RuntimeError(f"The function given to {name} should return a single Tensor")
     if outputs_t[0].nelement() != 1:

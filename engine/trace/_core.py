@@ -208,7 +208,7 @@ class RecorderCore:
         # names: tensors alive and not yet named, by id()
         self._unnamed: dict[int, TensorEntry] = {}
         self._modules_seen: set[int] = set()  # nn.Modules whose parameters were named
-        self._last_scan: tuple[int, int] = (0, 0)  # (frame, line) of the last variables scan
+        self._last_scan = (0, 0, 0)  # (frame, line, tensors made) at the last variables scan
         # run state mirrored from the events (the hooks stack, recomputations, backward calls)
         self.hooks: list[dict[str, Any]] = []
         self.recomputing: list[tuple[int | None, Any]] = []  # (frame, hook gid)
@@ -527,9 +527,11 @@ class RecorderCore:
         file's global variables come first, so a model's parameters are named from the model
         variable (``m.blocks.0.net.0.weight``), not from a loop variable inside its methods.
         """
-        here = (id(frame), frame.f_lineno)
+        # Within one line, a variable can only have been bound to a new tensor if tensors were
+        # made since the last scan (``h = blk(h)`` in a one-line loop); skip the other events.
+        here = (id(frame), frame.f_lineno, self._n_tensors)
         if here == self._last_scan:
-            return  # same line as the last scan: nothing was bound since (an op's many events)
+            return
         self._last_scan = here
         if frame.f_code.co_flags & CO_OPTIMIZED:
             self._name_from(frame.f_globals)

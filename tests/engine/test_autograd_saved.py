@@ -154,36 +154,31 @@ def test_partial_backward_frees_only_what_ran(torch_oracle: ModuleType) -> None:
     assert run_both(scenario, torch_oracle)[2] is True
 
 
+def _double(lib: ModuleType) -> Any:
+    class Double(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx: Any, a: Any) -> Any:
+            return a * 2
+
+        @staticmethod
+        def backward(ctx: Any, g: Any) -> Any:
+            return g * 2
+
+    return Double
+
+
 def test_calling_nodes(torch_oracle: ModuleType) -> None:
     def scenario(lib: ModuleType) -> Any:
-        class Double(lib.autograd.Function):
-            @staticmethod
-            def forward(ctx: Any, a: Any) -> Any:
-                return a * 2
-
-            @staticmethod
-            def backward(ctx: Any, g: Any) -> Any:
-                return g * 2
-
         x, w = _x(lib), _x(lib, (3.0, 4.0))
         ones = lib.ones(2, dtype=lib.float64)
-        custom = Double.apply(x).grad_fn
+        custom = _double(lib).apply(x).grad_fn
         acc = (x * w).grad_fn.next_functions[0][0]
         return x.sin().grad_fn(ones), (x * w).grad_fn(ones), custom.apply(ones), acc(ones), x.grad
 
     run_both(scenario, torch_oracle)
 
     def call_custom(lib: ModuleType) -> Any:
-        class Double(lib.autograd.Function):
-            @staticmethod
-            def forward(ctx: Any, a: Any) -> Any:
-                return a * 2
-
-            @staticmethod
-            def backward(ctx: Any, g: Any) -> Any:
-                return g * 2
-
-        Double.apply(_x(lib)).grad_fn(lib.ones(2))
+        _double(lib).apply(_x(lib)).grad_fn(lib.ones(2))
 
     raises_same(call_custom, torch_oracle, "'DoubleBackward' object is not callable")
 

@@ -24,9 +24,13 @@ def _z(lib: ModuleType) -> Any:
     return lib.tensor([1 + 2j, 0.5 - 1j], dtype=lib.complex128, requires_grad=True)
 
 
-def _scaled(lib: ModuleType, scale: float = 1.0, ignore_grad_output: bool = False) -> Any:
-    """y = x * x.sum() (a dense Jacobian) with a backward that can be wrong on purpose: scaled, or
-    off by a constant far below the tolerances (so only a zero grad_output reveals it)."""
+def _scaled(
+    lib: ModuleType, scale: float = 1.0, ignore_grad_output: bool = False, detach_in_backward: bool = False
+) -> Any:
+    """y = x * x.sum() (a dense Jacobian) with a backward that can be wrong on purpose: scaled, off
+    by a constant far below the tolerances (so only a zero grad_output reveals it), or computed
+    from a detached x (so the gradient's own gradient with respect to x is lost). It is wrong for
+    complex inputs in any case: the conjugates are missing."""
 
     class TimesSum(lib.autograd.Function):
         @staticmethod
@@ -37,6 +41,8 @@ def _scaled(lib: ModuleType, scale: float = 1.0, ignore_grad_output: bool = Fals
         @staticmethod
         def backward(ctx: Any, g: Any) -> Any:
             (x,) = ctx.saved_tensors
+            if detach_in_backward:
+                x = x.detach()
             offset = 1e-12 if ignore_grad_output else 0.0
             return (g * x.sum() + (g * x).sum()) * scale + offset
 
@@ -165,19 +171,8 @@ def test_gradcheck_undefined_output_grads(torch_oracle: ModuleType) -> None:
 
 def test_gradcheck_complex(torch_oracle: ModuleType) -> None:
     def scenario(lib: ModuleType) -> Any:
-        class WrongConj(lib.autograd.Function):
-            @staticmethod
-            def forward(ctx: Any, z: Any) -> Any:
-                ctx.save_for_backward(z)
-                return z * z.sum()
-
-            @staticmethod
-            def backward(ctx: Any, g: Any) -> Any:
-                (z,) = ctx.saved_tensors
-                return g * z.sum() + (g * z).sum()  # the conjugates are missing
-
         z, w = _z(lib), lib.tensor([0.3 + 1j, 2 - 1j], dtype=lib.complex128)
-        wrong, _ = _check(lib, WrongConj.apply, (z,))
+        wrong, _ = _check(lib, _scaled(lib).apply, (z,))  # the conjugates are missing
         return (
             _check(lib, lambda z: z * w * z, (z,)),  # C -> C, checked through real and imaginary parts
             _check(lib, lambda z: (z * z.conj()).sum(), (z,)),  # C -> C with a real-valued result
@@ -210,22 +205,6 @@ def test_fast_mode_failure_recomputes_in_slow_mode(torch_oracle: ModuleType) -> 
     assert "The max per-element difference (slow mode) is: 0.350000000" in slow
 
 
-def _wrong_double_backward(lib: ModuleType) -> Any:
-    class DetachedBackward(lib.autograd.Function):
-        @staticmethod
-        def forward(ctx: Any, x: Any) -> Any:
-            ctx.save_for_backward(x)
-            return x * x.sum()
-
-        @staticmethod
-        def backward(ctx: Any, g: Any) -> Any:
-            (x,) = ctx.saved_tensors
-            x = x.detach()  # so the gradient's own gradient with respect to x is lost
-            return g * x.sum() + (g * x).sum()
-
-    return DetachedBackward
-
-
 def test_gradgradcheck(torch_oracle: ModuleType) -> None:
     def scenario(lib: ModuleType) -> Any:
         x, go = _x(lib), _x(lib, (1.0, -0.5))
@@ -234,7 +213,7 @@ def test_gradgradcheck(torch_oracle: ModuleType) -> None:
             lib.manual_seed(0)
             random_grad_outputs = lib.autograd.gradgradcheck(lambda x: x**3 * x.sin(), (x,))
         try:
-            lib.autograd.gradgradcheck(_wrong_double_backward(lib).apply, (x,), (go,))
+            lib.autograd.gradgradcheck(_scaled(lib, detach_in_backward=True).apply, (x,), (go,))
             wrong: Any = None
         except Exception as e:  # noqa: BLE001 - compared
             wrong = Raised(type(e).__name__, str(e))
@@ -243,7 +222,9 @@ def test_gradgradcheck(torch_oracle: ModuleType) -> None:
             lib.autograd.gradgradcheck(_scaled(lib).apply, (x,), (go,), fast_mode=True),
             random_grad_outputs,
             wrong,
-            lib.autograd.gradgradcheck(_wrong_double_backward(lib).apply, (x,), (go,), raise_exception=False),
+            lib.autograd.gradgradcheck(
+                _scaled(lib, detach_in_backward=True).apply, (x,), (go,), raise_exception=False
+            ),
         )
 
     *passed, wrong, no_raise = run_both(scenario, torch_oracle)
