@@ -288,12 +288,19 @@ def summary(samples: list[float]) -> tuple[float, float, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--blocks", type=int, default=52, help="checkpointed blocks of the big run")
     parser.add_argument("--backwards", type=int, default=16, help="backward passes of the big run")
     parser.add_argument("--steps", type=int, default=300, help="samples per step measurement")
     parser.add_argument("--jumps", type=int, default=60, help="samples per jump measurement")
     parser.add_argument("--shot", type=Path, help="save a screenshot of the big run here")
+    parser.add_argument(
+        "--expanded",
+        action="store_true",
+        help="measure with every cluster expanded (a big graph starts with its recomputations collapsed)",
+    )
     args = parser.parse_args()
 
     from playwright.sync_api import sync_playwright
@@ -303,7 +310,9 @@ def main() -> None:
     small_path = ROOT / "scenarios" / "nested_checkpoint.py"
     big_text = BIG_SCENARIO.replace("BLOCKS", str(args.blocks)).replace("BACKWARDS", str(args.backwards))
     runs = {
-        "small": build_run("small", small_path.read_text(), "scenarios/nested_checkpoint.py", "Nested checkpoints"),
+        "small": build_run(
+            "small", small_path.read_text(), "scenarios/nested_checkpoint.py", "Nested checkpoints"
+        ),
         "big": build_run("big", big_text, "bench_big.py", "Bench: a big run"),
     }
     path = chromium_path()
@@ -313,7 +322,18 @@ def main() -> None:
     with serve(runs) as base, sync_playwright() as p:
         browser = p.chromium.launch(executable_path=path, args=CHROMIUM_ARGS)
         page, loaded = open_viewer(browser, base, "big")
-        print(f"big run: page ready (events streamed and parsed, graph laid out) in {loaded:.1f} s", flush=True)
+        print(
+            f"big run: page ready (events streamed and parsed, graph laid out) in {loaded:.1f} s", flush=True
+        )
+        if args.expanded:
+            t0 = time.perf_counter()
+            page.click(".graph-tools [data-act=expand]")
+            page.wait_for_function(
+                "!document.querySelector('#view-graph svg .node.collapsed')", timeout=600_000
+            )
+            print(f"big run: every cluster expanded (a new layout) in {time.perf_counter() - t0:.1f} s")
+        shown = page.evaluate("document.querySelectorAll('#view-graph svg g.node').length")
+        print(f"big run: the graph draws {shown:,} boxes", flush=True)
         cold = page.evaluate(COLD_JUMPS_JS, {"jumps": args.jumps, "seed": 7})
         params = {"steps": args.steps, "jumps": args.jumps, "seed": 11}
         results["big"] = page.evaluate(MEASURE_JS, params)
@@ -331,8 +351,11 @@ def main() -> None:
         browser.close()
 
     big = runs["big"]
-    print(f"\nbig: {big['meta']['n_events']:,} events, {big['nodes']:,} nodes; small: nested_checkpoint, "
-          f"{runs['small']['meta']['n_events']:,} events. Times in ms (step JS + style + layout).")
+    print(
+        f"\nbig: {big['meta']['n_events']:,} events, {big['nodes']:,} nodes"
+        f"{' (every cluster expanded)' if args.expanded else ''}; small: nested_checkpoint, "
+        f"{runs['small']['meta']['n_events']:,} events. Times in ms (step JS + style + layout)."
+    )
     print(f"{'measurement':22} {'median':>8} {'p95':>8} {'max':>8}  {'p95/16ms':>8}  {'p95/small':>9}")
     for name, samples in results["big"].items():
         med, p95, top = summary(samples)
@@ -340,8 +363,10 @@ def main() -> None:
         ratio = f"{p95 / max(summary(small)[1], 1e-3):9.2f}" if small else f"{'':>9}"
         print(f"{name:22} {med:8.2f} {p95:8.2f} {top:8.2f}  {p95 / BUDGET_MS:8.2f}  {ratio}")
     slow = sum(1 for t in play if t > 20.0)
-    print(f"play at 60 steps/s: {len(play)} frames, {slow} longer than 20 ms "
-          f"({100 * slow / max(1, len(play)):.1f}%), median frame {statistics.median(play):.1f} ms")
+    print(
+        f"play at 60 steps/s: {len(play)} frames, {slow} longer than 20 ms "
+        f"({100 * slow / max(1, len(play)):.1f}%), median frame {statistics.median(play):.1f} ms"
+    )
 
 
 if __name__ == "__main__":

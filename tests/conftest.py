@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import logging
 import os
+from collections.abc import Iterator
 from types import ModuleType
 
 import pytest
@@ -33,3 +35,20 @@ def torch_oracle() -> ModuleType:
         pytest.skip(why)
     torch.set_default_dtype(torch.float32)
     return torch
+
+
+@pytest.fixture(autouse=True)
+def _torch_logging_untouched() -> Iterator[None]:
+    """Leave torch's "LoggingTensor" logger as each test found it.
+
+    torch's ``capture_logs`` (checkpoint's debug mode) turns the logger's propagation off for good
+    and adds a filter; pytest then attaches its capture handlers to it, which cannot format
+    torch's log records, so the next test running debug mode in the same process would fail.
+    """
+    logger = logging.getLogger("LoggingTensor")
+    saved = (list(logger.handlers), list(logger.filters), logger.propagate, logger.level)
+    logger.handlers, logger.filters, logger.propagate = [], [], True
+    try:
+        yield
+    finally:
+        logger.handlers, logger.filters, logger.propagate, logger.level = saved

@@ -91,8 +91,19 @@ def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     }
     log = (data / "server.log").open("wb")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "uvicorn", "--factory", "app.main:create_app", "--host", "127.0.0.1",
-         "--port", str(port), "--log-level", "warning"],
+        [
+            sys.executable,
+            "-m",
+            "uvicorn",
+            "--factory",
+            "app.main:create_app",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--log-level",
+            "warning",
+        ],
         cwd=ROOT,
         env=env,
         stdout=log,
@@ -135,7 +146,10 @@ def page(browser: Any) -> Iterator[Any]:
     page = context.new_page()
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(f"pageerror: {exc}"))
-    page.on("console", lambda msg: errors.append(f"console.{msg.type}: {msg.text}") if msg.type == "error" else None)
+    page.on(
+        "console",
+        lambda msg: errors.append(f"console.{msg.type}: {msg.text}") if msg.type == "error" else None,
+    )
     page.set_default_timeout(30_000)
     try:
         yield page

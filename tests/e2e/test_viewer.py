@@ -85,7 +85,9 @@ def reducer_state(events: list[dict[str, Any]], step: int) -> Any:
 
 def graph_classes(page: Page, ids: list[str]) -> dict[str, set[str]]:
     """The classes each DOT id has in the page now (Graphviz's, the DOT's and the step's)."""
-    raw = page.evaluate("(ids) => Object.fromEntries(ids.map((id) => [id, window.lens.graphClasses(id)]))", ids)
+    raw = page.evaluate(
+        "(ids) => Object.fromEntries(ids.map((id) => [id, window.lens.graphClasses(id)]))", ids
+    )
     return {k: set((v or "").split()) for k, v in raw.items()}
 
 
@@ -123,7 +125,9 @@ def test_home_page_lists_scenarios_and_opens_one(page: Page, live_server: str) -
     assert page.locator("#run-title").text_content() == "Nested checkpoints"
 
 
-def test_step_to_the_first_recomputation_and_back(page: Page, live_server: str, nested: dict[str, Any]) -> None:
+def test_step_to_the_first_recomputation_and_back(
+    page: Page, live_server: str, nested: dict[str, Any]
+) -> None:
     events = nested["events"]
     open_run(page, live_server, nested["id"])
     assert page.locator(".ctl-step").text_content() == f"Step 0 of {len(events)}"
@@ -162,7 +166,10 @@ def test_step_to_the_first_recomputation_and_back(page: Page, live_server: str, 
     gid = next(iter(frame["recomp_counter"]))
     gid_row = card.locator("table.gids tbody tr").first
     assert gid_row.locator("td.gid").text_content() == f"g{gid}"
-    assert gid_row.locator("td").nth(2).text_content() == f"{frame['recomp_counter'][gid]}/{len(frame['holders'])}"
+    assert (
+        gid_row.locator("td").nth(2).text_content()
+        == f"{frame['recomp_counter'][gid]}/{len(frame['holders'])}"
+    )
     progress = page.locator(".frames-view .progress").text_content()
     trigger = event["trigger"]
     assert f"recomputing {frame['name']} for g{gid} to unpack {frame['name']}[{trigger['index']}]" in progress

@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import gc
 import importlib
-import logging
 import warnings
 from collections import Counter
-from collections.abc import Iterator
 from types import ModuleType
 
 import pytest
@@ -30,23 +28,6 @@ from engine import trace
 from tests.trace._check import check
 from tests.trace._probe_view import TraceProbe, probe_events
 from tests.utils._vs_torch import SCENARIOS, assert_same, gc_segments, run
-
-
-@pytest.fixture(autouse=True)
-def _torch_logging_untouched() -> Iterator[None]:
-    """Leave torch's "LoggingTensor" logger as this test found it.
-
-    torch's ``capture_logs`` (the debug-mode scenario) turns the logger's propagation off for
-    good and adds a filter; pytest then attaches its capture handlers to it, which cannot format
-    torch's log records, so the next test running that scenario in this process would fail.
-    """
-    logger = logging.getLogger("LoggingTensor")
-    saved = (list(logger.handlers), list(logger.filters), logger.propagate, logger.level)
-    logger.handlers, logger.filters, logger.propagate = [], [], True
-    try:
-        yield
-    finally:
-        logger.handlers, logger.filters, logger.propagate, logger.level = saved
 
 
 def run_traced(name: str) -> tuple[trace.Trace, dict[str, object]]:

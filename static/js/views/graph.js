@@ -25,6 +25,7 @@ let natural = { w: 0, h: 0 }; // the SVG's size at zoom 1, in px
 let zoom = 1;
 let follow = true;
 let ghosts = false;
+const BIG_GRAPH = 1500; // statements in the DOT above which recomputations start collapsed
 
 // Per element id: {el, kind, base, cls, present, key...}; edges by endpoint id.
 let els = new Map();
@@ -83,8 +84,12 @@ export async function load(dotText) {
   parsed = parseDot(dotText);
   useBrowserFonts(parsed);
   clusterInfo = new Map(clustersOf(parsed).map((c) => [c.id, c]));
-  // Big graphs start with their recomputations collapsed: they repeat the frames' structure.
-  collapsed = new Set();
+  // Big graphs start with their recomputations collapsed: each repeats the structure of its frame,
+  // and every element drawn costs time at each step (the whole SVG is repainted).
+  const nodes = parsed.body.length + [...clusterInfo.values()].reduce((n, c) => n + c.nodes, 0);
+  collapsed = new Set(
+    nodes > BIG_GRAPH ? [...clusterInfo.values()].filter((c) => c.id.startsWith("r") && c.parent === null).map((c) => c.id) : [],
+  );
   await layout();
   zoomTo(initialZoom());
 }
