@@ -35,9 +35,8 @@ def main() -> None:
             continue
         seen.add(id(fn))
         nxt = [n.name() if n is not None else "None" for n, _ in fn.next_functions]
-        print(
-            f"  {fn.name():36s} seq_nr={fn._sequence_nr() if fn._sequence_nr() < 2**63 else 'max':>4} -> {nxt}"
-        )
+        seq_nr = fn._sequence_nr() if fn._sequence_nr() < 2**63 else "max"  # AccumulateGrad: UINT64_MAX
+        print(f"  {fn.name():36s} seq_nr={seq_nr:>4} -> {nxt}")
         stack.extend(n for n, _ in fn.next_functions)
     w = torch.randn(3, 2, dtype=torch.float64, requires_grad=True)
     ok = gradcheck(lambda a: (a.sin() * a).sum(), (w,))

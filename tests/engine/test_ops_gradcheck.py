@@ -23,7 +23,11 @@ def _differentiable_call(name: str, index: int) -> tuple[Any, list[Any], bool] |
     sample = entry.samples()[index]
     arrays = make_arrays(sample, seed=index)
     args, kwargs, leaves = build(engine, sample, arrays)
-    if not sample.gradcheck or not leaves or any(leaf.dtype not in (engine.float64, engine.complex128) for leaf in leaves):
+    if (
+        not sample.gradcheck
+        or not leaves
+        or any(leaf.dtype not in (engine.float64, engine.complex128) for leaf in leaves)
+    ):
         return None
     positions = []
     for leaf in leaves:

@@ -141,7 +141,8 @@ const HOLDERS_HEAD =
 function renderHolders(card, state, f, frame, changed) {
   const holders = Object.values(frame.holders || {}).sort((a, b) => a.index - b.index);
   if (!holders.length) {
-    setHTML(card, "holders", card.holders, `<p class="empty">no holders yet (nothing saved under this checkpoint)</p>`);
+    const why = frame.alive ? "no holders yet: nothing saved under this checkpoint" : "no holders: nothing was saved under this checkpoint";
+    setHTML(card, "holders", card.holders, `<p class="empty">${why}</p>`);
     card.rows = null;
     return;
   }

@@ -33,6 +33,7 @@ let edgesByEnd = new Map();
 let savedOf = new Map(); // node key -> ids of its s{node}_* elements
 let clustersOfFrame = new Map(); // frame key -> ids of r{frame}_* clusters and f{frame}_empty
 let transient = new Set(); // ids styled by "in progress" state or the focus at the last render
+let hovered = null; // the element under the mouse, described in the info box
 let last = { state: null, ctx: null };
 
 // --- setup -------------------------------------------------------------------------------------
@@ -69,7 +70,7 @@ export function mount(el) {
   root.querySelector(".graph-tools").addEventListener("change", onTool);
   canvas.addEventListener("click", onCanvasClick);
   canvas.addEventListener("mousemove", onHover);
-  canvas.addEventListener("mouseleave", () => (info.hidden = true));
+  canvas.addEventListener("mouseleave", hideInfo);
   canvas.addEventListener("wheel", onWheel, { passive: false });
   enableDragPan();
   // Start loading Graphviz now: it takes a moment, and the DOT arrives when the run is done.
@@ -113,6 +114,7 @@ function useBrowserFonts(graph) {
 async function layout() {
   const viz = await vizPromise;
   const el = viz.renderSVGElement(collapseDot(parsed, collapsed));
+  hideInfo();
   canvas.innerHTML = "";
   canvas.appendChild(el);
   svg = el;
@@ -374,6 +376,7 @@ export function render(state, ctx) {
     for (const e of edges) restyle(e, state, hot);
   }
   transient = hot.ids;
+  if (hovered) describeHovered(); // stepping with the mouse on an element keeps its box current
   if (follow && (!ctx.playing || ctx.single) && ctx.defer) {
     const smooth = ctx.single && !ctx.playing;
     ctx.defer("graph", () => reveal(hot, smooth));
@@ -501,24 +504,26 @@ function onCanvasClick(e) {
   layout();
 }
 
+function hideInfo() {
+  hovered = null;
+  info.hidden = true;
+}
+
 function onHover(e) {
   const g = e.target.closest && e.target.closest("g.node, g.cluster");
-  const item = g ? els.get(g.id) : null;
-  const state = last.state;
-  if (!item || !state || !item.present) {
-    info.hidden = true;
-    return;
-  }
-  const html = describe(item, state);
-  if (!html) {
-    info.hidden = true;
-    return;
-  }
-  info.innerHTML = html;
-  info.hidden = false;
+  hovered = g ? els.get(g.id) : null;
+  if (!describeHovered()) return;
   const box = root.getBoundingClientRect();
   info.style.left = `${Math.min(e.clientX - box.left + 14, box.width - 280)}px`;
   info.style.top = `${e.clientY - box.top + 14}px`;
+}
+
+// Fill the info box for the hovered element at the current step; false (and hidden) if none.
+function describeHovered() {
+  const html = hovered && hovered.present && last.state ? describe(hovered, last.state) : "";
+  info.hidden = !html;
+  if (html) info.innerHTML = html;
+  return Boolean(html);
 }
 
 // A few facts about an element at this step, from the state.
