@@ -21,7 +21,7 @@ let player = null;
 let run = null;
 let finished = false;
 let wanted = null; // the step asked for in the URL, reached once enough events have arrived
-let playing = null; // the play timer
+let playing = null; // the play loop's animation frame request, while playing
 let urlTimer = null;
 
 // --- rendering ---------------------------------------------------------------------------------
@@ -83,10 +83,12 @@ function defer(key, fn) {
   }
 }
 
-// history.replaceState is rate-limited by browsers: write the URL once stepping pauses.
+// history.replaceState is rate-limited by browsers: write the URL once stepping pauses. While the
+// step the URL asks for has not arrived yet, the URL keeps asking for it.
 function scheduleUrl() {
   clearTimeout(urlTimer);
   urlTimer = setTimeout(() => {
+    if (wanted !== null) return;
     const url = new URL(location.href);
     url.searchParams.set("step", String(player.step));
     if (url.href !== location.href) history.replaceState(null, "", url);
@@ -97,19 +99,18 @@ function scheduleUrl() {
 
 function act(name, arg) {
   if (!player) return;
-  if (name !== "toggle-play" && name !== "speed" && playing && name !== "tick") stop();
+  wanted = null; // the user took over from the URL's step
+  if (playing && name !== "toggle-play" && name !== "speed") stop(); // any other move pauses
   switch (name) {
     case "first":
       return player.first();
     case "back":
       return player.back();
     case "forward":
-    case "tick":
       return player.forward();
     case "last":
       return player.last();
     case "goto":
-      wanted = null;
       return player.goto(arg);
     case "next-kind": {
       const s = player.nextOf(arg);

@@ -170,8 +170,10 @@ def test_step_to_the_first_recomputation_and_back(
         gid_row.locator("td").nth(2).text_content()
         == f"{frame['recomp_counter'][gid]}/{len(frame['holders'])}"
     )
-    progress = page.locator(".frames-view .progress").text_content()
     trigger = event["trigger"]
+    unpacked = card.locator(f'tr.holder-row[data-index="{trigger["index"]}"]')
+    assert "unpacking" in unpacked.get_attribute("class").split(), "the holder being unpacked is marked"
+    progress = page.locator(".frames-view .progress").text_content()
     assert f"recomputing {frame['name']} for g{gid} to unpack {frame['name']}[{trigger['index']}]" in progress
     hooks = page.locator(".frames-view ol.hooks li").all_text_contents()
     assert len(hooks) == len(state["hooks"])

@@ -123,7 +123,9 @@ function handlesHTML(handles) {
 function holderRowHTML(state, f, h, changed) {
   const path = `frames/${f}/holders/${h.index}`;
   const what = h.slot ? `<code>${esc(h.slot)}</code> of ${esc(nodeName(state, h.node))}` : "–";
-  const cls = `holder-row ${h.alive ? "alive" : "dead"}${changed.isChanged(path) ? " changed" : ""}`;
+  const unpacking = (state.unpacking || []).some((u) => String(u.frame) === f && u.index === h.index);
+  const cls =
+    `holder-row ${h.alive ? "alive" : "dead"}${unpacking ? " unpacking" : ""}` + (changed.isChanged(path) ? " changed" : "");
   return (
     `<tr class="${cls}" data-holder="${esc(h.holder)}" data-index="${esc(h.index)}">` +
     `<td class="idx">[${esc(h.index)}]</td>` +
@@ -306,9 +308,15 @@ function dirtyFrames(touched) {
   for (const changes of touched) {
     n += changes.length;
     if (n > 4000) return null;
-    for (const [, path] of changes) {
+    for (const [, path, old, neu] of changes) {
       if (path[0] === "frames") dirty.add(String(path[1]));
       else if (path[0] === "tensors" || path[0] === "nodes") dirty.add("*names");
+      else if (path[0] === "unpacking") {
+        // A holder starts or stops being unpacked: its frame shows it.
+        const entry = path.length === 2 ? old || neu : null;
+        if (!entry) return null;
+        dirty.add(String(entry.frame));
+      }
     }
   }
   return dirty;
