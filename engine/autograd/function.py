@@ -226,14 +226,20 @@ class Function(metaclass=FunctionMeta):
         setup_ctx = cls.setup_context is not Function.setup_context
         if setup_ctx:
             # forward's defaults are filled in (setup_context sees every input) ...
-            sig = inspect.signature(cls.forward)
-            bound = sig.bind(*args, **kwargs)
+            bound = _forward_signature(cls.forward).bind(*args, **kwargs)
             bound.apply_defaults()
             args = tuple(bound.args)
         if kwargs:
             # ... but keyword arguments are refused either way, as by PyTorch's C++ apply.
             raise TypeError("apply() takes no keyword arguments")
         return _function_apply(cls, args, setup_ctx)
+
+
+@functools.cache
+def _forward_signature(forward: Callable[..., Any]) -> inspect.Signature:
+    # Computed once per Function class: apply() is on the hot path (every checkpoint call runs
+    # _NoopSaveInputs.apply).
+    return inspect.signature(forward)
 
 
 def _function_apply(cls: type[Function], args: tuple[Any, ...], setup_ctx: bool) -> Any:

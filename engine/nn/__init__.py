@@ -1,52 +1,7 @@
 """``engine.nn``: modules, parameters, ``functional`` and ``init``, like ``torch.nn``."""
 
-from engine.nn import functional, init, utils
-from engine.nn.modules import (
-    GELU,
-    CrossEntropyLoss,
-    Dropout,
-    Embedding,
-    Identity,
-    LayerNorm,
-    Linear,
-    LogSoftmax,
-    Module,
-    ModuleDict,
-    ModuleList,
-    MSELoss,
-    NLLLoss,
-    ReLU,
-    Sequential,
-    Sigmoid,
-    SiLU,
-    Softmax,
-    Tanh,
-)
+from engine.nn import functional, init, modules, utils
+from engine.nn.modules import *  # noqa: F403 - the layer classes, listed once in modules/__init__.py
 from engine.nn.parameter import Buffer, Parameter
 
-__all__ = [
-    "GELU",
-    "Buffer",
-    "CrossEntropyLoss",
-    "Dropout",
-    "Embedding",
-    "Identity",
-    "LayerNorm",
-    "Linear",
-    "LogSoftmax",
-    "MSELoss",
-    "Module",
-    "ModuleDict",
-    "ModuleList",
-    "NLLLoss",
-    "Parameter",
-    "ReLU",
-    "Sequential",
-    "SiLU",
-    "Sigmoid",
-    "Softmax",
-    "Tanh",
-    "functional",
-    "init",
-    "utils",
-]
+__all__ = [*modules.__all__, "Buffer", "Parameter", "functional", "init", "utils"]
