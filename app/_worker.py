@@ -1,7 +1,9 @@
 """The sandbox worker: ``python -m app._worker`` runs one untrusted scenario and exits.
 
-The job arrives on stdin as JSON (``{"text", "filename", "limits"}``); the answer, a
-``RunResult.to_dict()``, leaves on stdout as one JSON document. stderr carries ``progress N`` lines
+The job arrives on stdin as JSON (``{"text", "filename", "limits"}``). stdout carries JSON lines:
+``{"events": [...]}`` batches of final events while the scenario runs, then the answer, a
+``RunResult.to_dict()`` whose trace holds the events not sent before (``extra.delivered`` says
+how many were). stderr carries ``progress N`` lines
 (the event count, a few times a second) and, if the worker itself breaks, its traceback.
 
 Order matters here:
@@ -170,8 +172,19 @@ def _drop_privileges() -> bool:
 
 
 def _answer(result: RunResult, out: Any) -> None:
-    out.write(json.dumps(result.to_dict()))
+    """The last line on stdout. Its trace holds only the events not already sent as batches."""
+    out.write(json.dumps(result.to_dict()) + "\n")
     out.flush()
+
+
+def _sender(out: Any) -> Callable[[list[dict[str, Any]]], None]:
+    """Final events while the scenario runs: one ``{"events": [...]}`` line per batch."""
+
+    def send(batch: list[dict[str, Any]]) -> None:
+        out.write(json.dumps({"events": batch}) + "\n")
+        out.flush()
+
+    return send
 
 
 def main() -> None:
@@ -209,7 +222,11 @@ def main() -> None:
             limits=limits,
             on_progress=progress,
             set_print=lambda sink: printer.__setitem__("sink", sink),
+            on_events=_sender(real_stdout),
         )
+        if result.trace is not None:
+            # The parent puts the batches back in front of these.
+            result.trace["events"] = result.trace["events"][result.extra["delivered"] :]
     except LimitExceeded as e:  # hit outside the scenario's code (e.g. while serializing)
         result = RunResult(False, None, RunError("LimitExceeded", str(e), filename, None, e.limit))
     result.extra["privileges_dropped"] = dropped

@@ -31,6 +31,7 @@ from app.sandbox import PROJECT_ROOT, LimitExceeded, Limits, ScenarioSyntaxError
 
 SCENARIOS_DIR = PROJECT_ROOT / "scenarios"
 UNTRUSTED_FILENAME = "<scenario>"
+TICK_SECONDS = 0.1  # how often a running scenario reports its progress and final events
 
 
 @dataclass
@@ -129,6 +130,7 @@ def run_scenario(
     limits: Limits | None = None,
     on_progress: Callable[[int], None] | None = None,
     filename: str | None = None,
+    on_events: Callable[[list[dict[str, Any]]], None] | None = None,
 ) -> RunResult:
     """Run a scenario and return its trace, or the error that stopped it.
 
@@ -137,7 +139,10 @@ def run_scenario(
     be able to name a file on the server).
     ``trusted``: run in this process (the bundled scenarios); otherwise in the sandbox.
     ``on_progress(n)`` is called now and then with the number of events recorded so far.
-    Never raises for what the scenario does.
+    ``on_events(batch)`` is called while the scenario runs with the events that became final
+    (see Note [Final events] in ``engine/trace/_core.py``), in order, each event once; the result's
+    trace still holds them all, so what was not delivered is ``trace["events"][delivered:]``.
+    Both are called from another thread than the caller's. Never raises for what the scenario does.
     """
     limits = limits or Limits()
     if isinstance(path_or_text, Path) or (trusted and _names_a_file(path_or_text)):
@@ -151,7 +156,7 @@ def run_scenario(
         text = str(path_or_text)
         filename = filename or UNTRUSTED_FILENAME
     if not trusted:
-        data = run_in_worker(text, filename, limits, on_progress)
+        data = run_in_worker(text, filename, limits, on_progress, on_events)
         result = RunResult.from_dict(data)
         result.filename = filename
         return result
@@ -163,7 +168,15 @@ def run_scenario(
         error = RunError("SyntaxError", f"the scenario cannot be parsed: {type(e).__name__}: {e}", filename)
         return RunResult(False, None, error, filename=filename)
     namespace = {"__name__": "__main__", "__file__": filename}
-    return execute(code, namespace, filename=filename, text=text, limits=limits, on_progress=on_progress)
+    return execute(
+        code,
+        namespace,
+        filename=filename,
+        text=text,
+        limits=limits,
+        on_progress=on_progress,
+        on_events=on_events,
+    )
 
 
 def _names_a_file(text: str) -> bool:
@@ -216,6 +229,7 @@ def execute(
     limits: Limits,
     on_progress: Callable[[int], None] | None = None,
     set_print: Callable[[Callable[[str], None]], None] | None = None,
+    on_events: Callable[[list[dict[str, Any]]], None] | None = None,
 ) -> RunResult:
     """Run compiled scenario code under ``trace.record()``.
 
@@ -224,7 +238,8 @@ def execute(
     sandbox). ``set_print(sink)`` installs the print sink there; by default ``print`` is replaced
     in a copy of the real builtins. The cyclic garbage collector is off while the scenario runs:
     every holder and tensor then dies by reference counting, at the same event in every run, which
-    keeps traces deterministic.
+    keeps traces deterministic. ``on_events``: see ``run_scenario``; how many events it was given
+    is ``RunResult.extra["delivered"]``.
     """
     from engine import trace
 
@@ -248,6 +263,7 @@ def execute(
     else:
         set_print(sink)
     recorder = None
+    delivery = _Delivery(on_progress, on_events)
     error: RunError | None = None
     gc_was_enabled = gc.isenabled()
     gc.disable()
@@ -257,7 +273,7 @@ def execute(
             warnings.showwarning = show_warning
             with (
                 trace.record(source_files={filename: text}) as recorder,
-                _capped(recorder, limits, on_progress),
+                _capped(recorder, limits, delivery),
             ):
                 exec(code, namespace)
     except BaseException as exc:  # noqa: BLE001 - whatever the scenario raises is its result
@@ -270,7 +286,9 @@ def execute(
     if recorder is not None and on_progress is not None:
         on_progress(len(recorder.events))  # the final count, once recording has closed
     document = _document(recorder) if recorder is not None else None
-    return RunResult(error is None, document, error, "".join(printed), filename)
+    result = RunResult(error is None, document, error, "".join(printed), filename)
+    result.extra["delivered"] = delivery.sent
+    return result
 
 
 def _document(recorder: Any) -> dict[str, Any]:
@@ -287,20 +305,45 @@ def _make_print(sink: Callable[[str], None]) -> Callable[..., None]:
     return scenario_print
 
 
+class _Delivery:
+    """What a run reports while it goes on: its event count, and its final events."""
+
+    def __init__(
+        self,
+        on_progress: Callable[[int], None] | None,
+        on_events: Callable[[list[dict[str, Any]]], None] | None,
+    ) -> None:
+        self.on_progress = on_progress
+        self.on_events = on_events
+        self.sent = 0  # events given to on_events
+
+    def tick(self, trace: Any) -> None:
+        if self.on_progress is not None:
+            self.on_progress(len(trace.events))
+        if self.on_events is not None:
+            final = trace.n_final
+            if final > self.sent:
+                # A slice copies the list under the GIL; the events in it no longer change.
+                batch = trace.events[self.sent : final]
+                self.sent = final
+                self.on_events(batch)
+
+
 @contextlib.contextmanager
-def _capped(recorder: Any, limits: Limits, on_progress: Callable[[int], None] | None) -> Iterator[None]:
-    """Enforce ``limits.max_events`` on the recorder and report progress while the run goes on."""
+def _capped(recorder: Any, limits: Limits, delivery: _Delivery) -> Iterator[None]:
+    """Enforce ``limits.max_events`` on the recorder and report progress and final events while
+    the run goes on."""
     recorder.set_event_limit(limits.max_events, lambda n: LimitExceeded("max_events", _events_message(n)))
-    if on_progress is None:
+    if delivery.on_progress is None and delivery.on_events is None:
         yield
         return
-    # A polling thread: the recorder stays free of callbacks, and a long run reports its event
-    # count a few times a second.
+    # A polling thread: the recorder stays free of callbacks, and a long run reports a few times a
+    # second. Nothing is delivered after the block: the run's result carries the rest.
     stop = threading.Event()
 
     def tick() -> None:
-        while not stop.wait(0.25):
-            on_progress(len(recorder.events))
+        while not stop.wait(TICK_SECONDS):
+            delivery.tick(recorder)
 
     ticker = threading.Thread(target=tick, name="autograd-lens-progress", daemon=True)
     ticker.start()

@@ -13,12 +13,12 @@ in a sandbox process of its own (``app/sandbox.py``), so those run side by side,
 
 Note [Events while running]
 ~~~~~~~~~~~~~~~~~~~~~~~~~~~
-``EventWriter`` annotates events (the reducer's changes and the caption of each) and appends them
-to the store in batches as they come, so a stream can send them while the run goes on. Today the
-runner hands over the whole trace when the scenario ends (events are final only then: tensor names
-are filled in as the scenario binds variables), so the batches arrive right after the run, as fast
-as they are annotated; a runner that delivered final events incrementally would only need to call
-``EventWriter.add`` as they come.
+The runner hands over a run's final events while it goes on (``run_scenario(on_events=...)``, a
+few times a second; which events are final: Note [Final events] in ``engine/trace/_core.py``).
+``EventWriter`` annotates them (the reducer's changes and the caption of each) and appends them to
+the store at once, so a stream sends them while the scenario still runs; the events not yet
+delivered when the run ends are added from its result. A failure while streaming (the store, a
+caption) stops the streaming, not the run: the rest is then added from the result too.
 """
 
 from __future__ import annotations
@@ -136,14 +136,27 @@ class EventWriter:
         self.state = initial_state()
         self.pending: list[dict[str, Any]] = []
         self.next_seq = 0
+        self.count = 0  # events added so far
+        self.broken = False  # adding failed part-way: see resume()
 
     def add(self, events: Iterable[Event]) -> None:
         for event in events:
+            self.count += 1
             text = caption(self.state, event)
             changes = step(self.state, event)
             self.pending.append({"event": event, "changes": changes, "caption": text})
             if len(self.pending) >= self.batch_events:
                 self.flush()
+
+    def resume(self, events: list[Event]) -> None:
+        """After a failure part-way through ``add``: go on from the last stored batch, with the
+        reducer's state rebuilt from the events before it."""
+        self.pending = []
+        self.state = initial_state()
+        for event in events[: self.next_seq]:
+            step(self.state, event)
+        self.count = self.next_seq
+        self.broken = False
 
     def flush(self) -> None:
         if self.pending:
@@ -296,11 +309,12 @@ class RunManager:
         """The whole run, on a pool thread. Never raises: whatever fails ends the run as an error
         instead of leaving it ``running`` for ever."""
         try:
+            writer = EventWriter(self.store, run_id, self.settings.batch_events, lambda: self.notify(run_id))
             with self.in_process if job.trusted else contextlib.nullcontext():
                 self.store.set_running(run_id)
                 self.notify(run_id)
-                result = self._run(run_id, job)
-            self._store_result(run_id, result)
+                result = self._run(run_id, job, self._streamer(run_id, writer))
+            self._store_result(run_id, result, writer)
         except Exception as e:
             log.exception("run %s failed inside the server", run_id)
             self.store.finish(
@@ -315,7 +329,22 @@ class RunManager:
                 self._futures.pop(run_id, None)
             self.notify(run_id)
 
-    def _run(self, run_id: str, job: _Job) -> RunResult:
+    def _streamer(self, run_id: str, writer: EventWriter) -> Callable[[list[Event]], None]:
+        """``on_events`` of a run: store each batch as it comes (Note [Events while running])."""
+
+        def on_events(batch: list[Event]) -> None:
+            if writer.broken:
+                return
+            try:
+                writer.add(batch)
+                writer.flush()
+            except Exception:
+                writer.broken = True
+                log.exception("run %s: storing events while it runs failed; the rest come at its end", run_id)
+
+        return on_events
+
+    def _run(self, run_id: str, job: _Job, on_events: Callable[[list[Event]], None]) -> RunResult:
         def on_progress(n: int) -> None:
             self.store.set_progress(run_id, n)
             self.notify(run_id)
@@ -323,16 +352,24 @@ class RunManager:
         limits = self.settings.limits
         if job.trusted:
             assert job.path is not None
-            return run_scenario(job.path, trusted=True, limits=limits, on_progress=on_progress)
+            return run_scenario(
+                job.path, trusted=True, limits=limits, on_progress=on_progress, on_events=on_events
+            )
         return run_scenario(
-            job.text, trusted=False, limits=limits, on_progress=on_progress, filename=job.filename
+            job.text,
+            trusted=False,
+            limits=limits,
+            on_progress=on_progress,
+            filename=job.filename,
+            on_events=on_events,
         )
 
-    def _store_result(self, run_id: str, result: RunResult) -> None:
+    def _store_result(self, run_id: str, result: RunResult, writer: EventWriter) -> None:
         trace = result.trace or {}
         events: list[Event] = list(trace.get("events") or [])
-        writer = EventWriter(self.store, run_id, self.settings.batch_events, lambda: self.notify(run_id))
-        writer.add(events)
+        if writer.broken:
+            writer.resume(events)
+        writer.add(events[writer.count :])
         writer.flush()
         try:
             dot: str | None = to_dot(events).source

@@ -452,8 +452,12 @@ def run_in_worker(
     filename: str,
     limits: Limits,
     on_progress: Callable[[int], None] | None = None,
+    on_events: Callable[[list[dict[str, Any]]], None] | None = None,
 ) -> dict[str, Any]:
     """Run scenario text in a fresh worker process; return ``RunResult.to_dict()``'s shape.
+
+    ``on_events(batch)`` gets the worker's batches of final events as they arrive (on a reader
+    thread); the answer's trace holds every event, those batches included.
 
     Never raises for anything the scenario does and never waits longer than
     ``limits.wall_seconds`` (plus the time to kill and reap the worker).
@@ -476,18 +480,29 @@ def run_in_worker(
             start_new_session=True,  # its own process group: killpg takes everything it started
             close_fds=True,
         )
-        out = bytearray()
+        out = bytearray()  # the answer, the last line
+        streamed: list[dict[str, Any]] = []  # the events of the batch lines before it
         err_tail: list[str] = []
         overflow = threading.Event()
 
         def read_stdout() -> None:
             assert proc.stdout is not None
-            while chunk := proc.stdout.read(1 << 16):
-                if len(out) + len(chunk) > max_out:
+            total = 0
+            # readline with a limit: a line longer than what is left of max_out is not buffered
+            # whole before it is refused.
+            while line := proc.stdout.readline(max_out - total + 1):
+                total += len(line)
+                if total > max_out:
                     overflow.set()
                     _kill(proc)
                     return
-                out.extend(chunk)
+                if line.startswith(b'{"events": ') and line.endswith(b"\n"):
+                    batch = json.loads(line)["events"]
+                    streamed.extend(batch)
+                    if on_events is not None:
+                        on_events(batch)
+                else:
+                    out.extend(line)
 
         def read_stderr() -> None:
             # Progress lines ("progress N") are the worker's heartbeat; the rest is kept for errors.
@@ -525,7 +540,29 @@ def run_in_worker(
         for pipe in (proc.stdout, proc.stderr):
             if pipe is not None:
                 pipe.close()
-    return _outcome(proc.returncode, bytes(out), err_tail, limits, timed_out, overflow.is_set())
+    result = _outcome(proc.returncode, bytes(out), err_tail, limits, timed_out, overflow.is_set())
+    if streamed:
+        if isinstance(result.get("trace"), dict):
+            result["trace"]["events"] = streamed + list(result["trace"].get("events") or [])
+        else:  # the worker died or was killed: what it sent is still the trace up to there
+            result["trace"] = _partial_trace(streamed, result.get("error"), {filename: text})
+    return result
+
+
+def _partial_trace(
+    events: list[dict[str, Any]], error: dict[str, Any] | None, sources: dict[str, str]
+) -> dict[str, Any]:
+    """The trace document of a worker that never answered: the events it sent before it died."""
+    from engine.trace.record import SCHEMA, VERSION
+
+    meta = {
+        "reference": "torch 2.8.0",
+        "source_files": list(sources),
+        "n_events": len(events),
+        "truncated": True,
+        "error": {"type": error["type"], "message": error["message"]} if error else None,
+    }
+    return {"schema": SCHEMA, "version": VERSION, "meta": meta, "sources": sources, "events": events}
 
 
 def _kill(proc: subprocess.Popen[bytes]) -> None:

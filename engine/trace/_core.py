@@ -23,6 +23,19 @@ and a Python number wrapped as a tensor (``x * 2.0``) is never shown either. An 
 an event refers to but that was created before recording started (or by a path with no
 emission) gets its ``*_new`` event on the spot, with ``"pre_existing": true``.
 
+Note [Final events]
+~~~~~~~~~~~~~~~~~~
+An event never changes once emitted, with one exception: ``tensor_new.name``, filled in when a
+later event finds the tensor in a variable (``y = x.sin()`` binds ``y`` after the op's events).
+So a consumer that wants events while the run goes on (the web app streams them) takes the
+prefix ``final`` of ``events``: everything before the oldest tensor_new that may still be named.
+For that prefix to move, a name must be settled at some point: a tensor can be named until the
+*top-level statement* that made it completes (the line of the outermost recorded frame changes:
+the scenario's module-level statement, or the statement of the ``with trace.record()`` block),
+and is named after what that statement bound; a tensor it leaves unbound (an intermediate, the
+checkpoint's dummy) stays unnamed. The prefix then moves at least once per top-level statement;
+a scenario whose whole run is one call (``main()``) becomes final only at its end.
+
 Note [Re-entrant emission]
 ~~~~~~~~~~~~~~~~~~~~~~~~~~
 Weak-reference callbacks run whenever an object dies, which includes the middle of the
@@ -49,6 +62,8 @@ import numpy as np
 
 # An event, JSON-ready.
 Event = dict[str, Any]
+# A top-level statement: (id of the outermost recorded frame, its line), or None outside them.
+Statement = tuple[int, int] | None
 
 
 def _storage_root(a: np.ndarray) -> np.ndarray:
@@ -115,7 +130,7 @@ class _Storages:
 
 
 class TensorEntry:
-    __slots__ = ("event", "gid", "key", "phase", "ref", "skey", "src", "tid")
+    __slots__ = ("event", "gid", "key", "phase", "ref", "skey", "src", "stmt", "tid")
 
     def __init__(self) -> None:
         self.tid: int | None = None  # None until its tensor_new is emitted
@@ -126,6 +141,7 @@ class TensorEntry:
         self.src: dict[str, Any] | None = None
         self.phase = "forward"
         self.gid: Any = None
+        self.stmt: Statement = None  # the top-level statement running when it was made
 
 
 class NodeEntry:
@@ -209,6 +225,8 @@ class RecorderCore:
         self._unnamed: dict[int, TensorEntry] = {}
         self._modules_seen: set[int] = set()  # nn.Modules whose parameters were named
         self._last_scan = (0, 0, 0)  # (frame, line, tensors made) at the last variables scan
+        self._statement: Statement = None  # the top-level statement of the last scan
+        self._final = 0  # see the ``final`` property
         # run state mirrored from the events (the hooks stack, recomputations, backward calls)
         self.hooks: list[dict[str, Any]] = []
         self.recomputing: list[tuple[int | None, Any]] = []  # (frame, hook gid)
@@ -287,6 +305,17 @@ class RecorderCore:
             f = f.f_back
         return None, None
 
+    def statement(self, frame: FrameType | None) -> tuple[Statement, FrameType | None]:
+        """The top-level statement running: the outermost recorded frame above ``frame`` (the
+        innermost one, from ``where()``) and its line. See Note [Final events]."""
+        outer = None
+        files = self._files
+        while frame is not None:
+            if frame.f_code.co_filename in files:
+                outer = frame
+            frame = frame.f_back
+        return (None, None) if outer is None else ((id(outer), outer.f_lineno), outer)
+
     def phase(self) -> str:
         # A recomputation wins over the backward that triggered it.
         if self.recomputing:
@@ -351,6 +380,8 @@ class RecorderCore:
         self.events.append(event)
         if frame is not None and self._unnamed:
             self._resolve_names(frame)
+        # A tensor_new joins ``_unnamed`` once this returns: it is not final yet.
+        self._update_final(event["seq"] if kind == "tensor_new" else len(self.events))
         if self._limit is not None and len(self.events) >= self._limit:
             self.truncated = True
         return event
@@ -361,7 +392,8 @@ class RecorderCore:
         entry = TensorEntry()
         entry.key = id(t)
         entry.ref = weakref.ref(t, self._callback("tensor_free", entry))
-        entry.src = self.where()[1]
+        frame, entry.src = self.where()
+        entry.stmt = self.statement(frame)[0]
         entry.phase, entry.gid = self.phase(), self.gid()
         self._tensors[entry.key] = entry
         self._pending.append(entry)
@@ -429,7 +461,9 @@ class RecorderCore:
             entry = TensorEntry()
             entry.key = id(t)
             entry.ref = weakref.ref(t, self._callback("tensor_free", entry))
-            entry.src, entry.phase, entry.gid = self.where()[1], self.phase(), self.gid()
+            frame, entry.src = self.where()
+            entry.stmt = self.statement(frame)[0]
+            entry.phase, entry.gid = self.phase(), self.gid()
             self._tensors[entry.key] = entry
             self._tensor_new(t, entry, pre_existing=True)
         elif entry.tid is None:
@@ -538,6 +572,29 @@ class RecorderCore:
             if not self._unnamed:
                 return
         self._name_from(_locals_of(frame))
+        statement, outer = self.statement(frame)
+        if statement != self._statement:
+            # A top-level statement completed: what it bound is in the outermost frame's variables
+            # (when the event is deeper down, they were not scanned), and what it made but left
+            # unbound is never named. See Note [Final events].
+            self._statement = statement
+            if outer is not None and outer is not frame and self._unnamed:
+                self._name_from(_locals_of(outer))
+            for key, entry in list(self._unnamed.items()):
+                if entry.stmt != statement:
+                    del self._unnamed[key]
+
+    @property
+    def final(self) -> int:
+        """How many events are final: those before the oldest tensor_new whose name may still be
+        filled in. Read from other threads (an int). See Note [Final events]."""
+        return self._final
+
+    def _update_final(self, limit: int) -> None:
+        oldest = next(iter(self._unnamed.values()), None)  # dicts keep emission order
+        if oldest is not None and oldest.event is not None:
+            limit = min(limit, oldest.event["seq"])
+        self._final = limit
 
     def _name_from(self, scope: dict[str, Any]) -> None:
         tensor, module, unnamed = self._Tensor, self._Module, self._unnamed
@@ -548,14 +605,20 @@ class RecorderCore:
                 for i, v in enumerate(value):
                     if isinstance(v, tensor):
                         self._set_name(v, f"{name}[{i}]")
-            elif isinstance(value, module) and name != "self" and id(value) not in self._modules_seen:
+                    elif isinstance(v, module):
+                        self._name_parameters(v, f"{name}[{i}]")
+            elif isinstance(value, module) and name != "self":
                 # Parameters by their path in a model variable: ``model.fc1.weight`` (inside a
                 # module's own methods, ``self`` would name them before the model variable does).
-                self._modules_seen.add(id(value))
-                for path, p in value.named_parameters():
-                    self._set_name(p, f"{name}.{path}")
+                self._name_parameters(value, name)
             if not unnamed:
                 return
+
+    def _name_parameters(self, m: Any, prefix: str) -> None:
+        if id(m) not in self._modules_seen:
+            self._modules_seen.add(id(m))
+            for path, p in m.named_parameters():
+                self._set_name(p, f"{prefix}.{path}")
 
     def _set_name(self, t: Any, name: str) -> None:
         entry = self._unnamed.get(id(t))
@@ -575,5 +638,6 @@ class RecorderCore:
             registry.clear()
         self._pending.clear()
         self._unnamed.clear()
+        self._final = len(self.events)
         self._modules_seen.clear()
         self._deferred.clear()

@@ -39,7 +39,7 @@ class Trace:
 
     ``events`` is a list of dicts in emission order; ``to_json()`` the whole document.
     Tensor names (``tensor_new.name``) are filled in as the recorded code binds variables, and
-    for the last ones when the block exits.
+    for the last ones when the block exits; ``events[:n_final]`` will not change any more.
     """
 
     def __init__(self, sources: dict[str, str]) -> None:
@@ -63,6 +63,15 @@ class Trace:
             self._recorder.set_event_limit(
                 limit, make_error or (lambda n: TraceLimitExceeded(f"the trace reached {n} events"))
             )
+
+    @property
+    def n_final(self) -> int:
+        """How many of ``events`` are final (will not change any more): all of them once the
+        block has exited; while it runs, a prefix that grows at least once per top-level
+        statement (see Note [Final events] in ``_core.py``). Safe to read from another thread:
+        ``events[:n_final]`` can be copied while the recording goes on."""
+        recorder = self._recorder
+        return len(self.events) if recorder is None else recorder.final
 
     def to_json(self) -> dict[str, Any]:
         """The trace document: ``{"schema", "version", "meta", "sources", "events"}``."""

@@ -9,6 +9,7 @@ import re
 import subprocess
 import sys
 import threading
+import types
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ from fastapi.testclient import TestClient
 
 from app.config import Settings
 from app.main import create_app
-from app.runner import SCENARIOS_DIR, list_scenarios, run_scenario
+from app.runner import SCENARIOS_DIR, list_scenarios, run_scenario, scenario_info
 from app.runs import EventWriter, RunManager, clean_filename, docstring_title
 from app.store import INTERRUPTED, Store
 from engine.trace.export import annotate, to_dot
@@ -27,6 +28,7 @@ from engine.trace.state import initial_state
 from tests.app.conftest import (
     BATCH,
     LiveServer,
+    Message,
     finished_run,
     iter_stream,
     manager,
@@ -197,12 +199,12 @@ def test_a_stream_opened_before_the_run_starts_receives_every_event(client: Test
     assert received[-1].event == "done" and received[-1].data["status"] == "done"
 
 
-def test_events_stream_while_the_run_is_still_going(
+def test_batches_appended_to_a_running_run_reach_an_open_stream(
     live_server: LiveServer, nested_direct: dict[str, Any]
 ) -> None:
-    """The path of an incremental runner: batches appended one by one to a running run reach an
-    open stream as they are stored, before the run finishes (a real server: TestClient hands
-    a response over only once it is complete)."""
+    """Batches appended one by one to a running run reach an open stream as they are stored,
+    before the run finishes (a real server: TestClient hands a response over only once it is
+    complete)."""
     runs: RunManager = live_server.app.state.runs
     events = nested_direct["events"]
     assert len(events) > 3 * BATCH
@@ -236,6 +238,73 @@ def test_events_stream_while_the_run_is_still_going(
     reader.join(timeout=30)
     assert rest[-1].event == "done" and not reader.is_alive()
     assert [i["event"] for i in stream_items(rest)] == json.loads(json.dumps(events[2 * BATCH :]))
+
+
+GATED = """\"\"\"Gated: waits for the test half-way\"\"\"
+import engine as torch
+import autograd_lens_gate as gate
+
+x = torch.ones(3, requires_grad=True)
+y = x.sin()
+z = y.cos()
+gate.wait()
+z.sum().backward()
+"""
+
+
+def test_events_stream_while_the_scenario_still_runs(
+    live_server: LiveServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A real run through the API: the scenario stops half-way at a gate the test holds, and
+    its first events reach an open stream meanwhile (they are final: Note [Final events])."""
+    path = tmp_path / "gated.py"
+    path.write_text(GATED, encoding="utf-8")
+    release = threading.Event()
+    gate = types.ModuleType("autograd_lens_gate")
+
+    def wait() -> None:
+        if not release.wait(60):
+            raise TimeoutError("the test never opened the gate")
+
+    gate.wait = wait  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "autograd_lens_gate", gate)
+    monkeypatch.setattr("app.runs.find_scenario", lambda scenario_id: scenario_info(path))
+    arrived: queue.Queue[Any] = queue.Queue()
+    try:
+        with httpx.Client(base_url=live_server.url, timeout=60) as http:
+            response = http.post("/api/runs", json={"scenario": "gated"})
+            assert response.status_code == 201, response.text
+            run_id = response.json()["id"]
+
+            def listen() -> None:
+                try:
+                    with httpx.Client(base_url=live_server.url, timeout=60) as reader_http:
+                        for message in iter_stream(reader_http, run_id):
+                            arrived.put(message)
+                except BaseException as e:  # the test's thread reports it
+                    arrived.put(e)
+
+            reader = threading.Thread(target=listen, daemon=True)
+            reader.start()
+            first = arrived.get(timeout=30)
+            assert isinstance(first, Message) and first.event == "events", first
+            assert http.get(f"/api/runs/{run_id}").json()["status"] == "running"
+            names = {i["event"]["name"] for i in first.data if i["event"]["kind"] == "tensor_new"}
+            assert {"x", "y"} <= names
+            release.set()
+            messages = [first]
+            while messages[-1].event != "done":
+                message = arrived.get(timeout=30)
+                assert isinstance(message, Message), message
+                messages.append(message)
+            reader.join(timeout=30)
+            trace = http.get(f"/api/runs/{run_id}/trace.json").json()
+    finally:
+        release.set()
+    assert messages[-1].data["status"] == "done", messages[-1].data
+    assert [i["event"] for i in stream_items(messages)] == trace["events"]
+    kinds = [e["kind"] for e in trace["events"]]
+    assert "backward_start" in kinds and "backward_start" not in [i["event"]["kind"] for i in first.data]
 
 
 # --- concurrency ---------------------------------------------------------------------------------

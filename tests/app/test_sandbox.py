@@ -249,6 +249,23 @@ def test_wall_clock_limit_kills_the_process_group() -> None:
     assert "1.5 s" in result.error.message  # type: ignore[union-attr]
 
 
+def test_a_killed_run_keeps_the_events_it_streamed() -> None:
+    """A run that never ends is killed at the wall-clock limit: the worker never answers, and
+    the events it sent while running are its trace (truncated, ending before the kill)."""
+    text = HEADER + "x = torch.ones(2, requires_grad=True)\nwhile True:\n    y = x * 2\n"
+    batches: list[list[dict[str, Any]]] = []
+    limits = Limits(cpu_seconds=60, wall_seconds=3, max_events=10**7)
+    result = run_scenario(text, trusted=False, limits=limits, on_events=batches.append)
+    assert result.error is not None and result.error.limit == "wall_seconds"
+    assert result.trace is not None
+    events = result.trace["events"]
+    assert len(batches) >= 1 and events == [e for batch in batches for e in batch]
+    assert result.trace["meta"]["truncated"] and result.trace["meta"]["n_events"] == len(events)
+    assert result.trace["sources"] == {"<scenario>": text}
+    named = [e["name"] for e in events if e["kind"] == "tensor_new"]
+    assert named[0] == "x" and set(named[1:]) == {"y"}
+
+
 @pytest.mark.parametrize(
     ("text", "line"),
     [
@@ -343,8 +360,15 @@ BUNDLED = list_scenarios()
 @pytest.mark.parametrize("info", BUNDLED, ids=[s.id for s in BUNDLED])
 def test_bundled_scenarios_run_the_same_in_the_sandbox(info: Any) -> None:
     trusted = run_scenario(info.path, trusted=True)
-    sandboxed = run_scenario(info.path, trusted=False, limits=Limits(cpu_seconds=20, wall_seconds=60))
+    batches: list[list[dict[str, Any]]] = []
+    sandboxed = run_scenario(
+        info.path, trusted=False, limits=Limits(cpu_seconds=20, wall_seconds=60), on_events=batches.append
+    )
     assert sandboxed.trace is not None, sandboxed.error
     assert trusted.trace is not None
     assert (sandboxed.ok, sandboxed.stdout) == (trusted.ok, trusted.stdout)
     assert normalize_trace(sandboxed.trace) == normalize_trace(trusted.trace)
+    # What was streamed while it ran is the start of its trace, and the answer said how much.
+    streamed = [e for batch in batches for e in batch]
+    assert streamed == sandboxed.trace["events"][: len(streamed)]
+    assert sandboxed.extra["delivered"] == len(streamed)
