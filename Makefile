@@ -14,7 +14,8 @@ run: setup
 	$(PY) -m app
 
 # Every test, plus lint, format and type checks. The torch oracle is installed first: the
-# differential tests compare the engine against real PyTorch 2.8.0.
+# differential tests compare the engine against real PyTorch 2.8.0, and the torch backend's tests
+# also run it under torch 2.13.0 (a venv of its own; scripts/setup.sh --oracle makes both).
 test:
 	bash scripts/setup.sh --oracle --browser
 	status=0; \

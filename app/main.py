@@ -25,7 +25,7 @@ from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.config import Settings
-from app.routes import api, pages, stream
+from app.routes import api, diff, pages, stream
 from app.runs import RunManager
 
 log = logging.getLogger("autograd_lens")
@@ -59,6 +59,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_exception_handler(Exception, _internal_error)
     app.include_router(api.router)
     app.include_router(stream.router)
+    app.include_router(diff.router)
     app.include_router(pages.router)
     app.mount("/static", StaticFiles(directory=settings.static_dir, check_dir=False), name="static")
     return app

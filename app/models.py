@@ -7,6 +7,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 RunStatus = Literal["queued", "running", "done", "error"]
+Backend = Literal["engine", "torch"]
+DiffStatus = Literal["same", "differ", "only_a", "only_b"]
 
 
 class ErrorResponse(BaseModel):
@@ -29,13 +31,18 @@ class Scenario(BaseModel):
 
 class RunCreate(BaseModel):
     """Exactly one of ``scenario`` (a bundled scenario, run as trusted code) and ``source``
-    (Python text, run in the sandbox; ``filename`` names it in errors and in the trace)."""
+    (Python text, run in the sandbox; ``filename`` names it in errors and in the trace).
+    ``backend``: what records the trace, the engine or real PyTorch (bundled scenarios only)."""
 
     model_config = ConfigDict(extra="forbid")
 
     scenario: str | None = Field(default=None, examples=["nested_checkpoint"])
     source: str | None = Field(default=None, examples=['"""My scenario"""\nimport engine as torch\n'])
     filename: str | None = Field(default=None, max_length=1000, examples=["my_scenario.py"])
+    backend: Backend = Field(
+        default="engine",
+        description='"torch" runs a bundled scenario against real PyTorch (if the server has it)',
+    )
 
     @field_validator("source", "filename")
     @classmethod
@@ -54,6 +61,11 @@ class RunCreate(BaseModel):
             raise ValueError('give exactly one of "scenario" (a bundled scenario id) and "source" (text)')
         if self.scenario is not None and self.filename is not None:
             raise ValueError('"filename" goes with "source", not with "scenario"')
+        if self.source is not None and self.backend != "engine":
+            raise ValueError(
+                'backend "torch" runs bundled scenarios only: uploaded text runs in a sandbox '
+                "that only knows the engine"
+            )
         return self
 
 
@@ -79,6 +91,10 @@ class Run(BaseModel):
     status: RunStatus
     scenario: str | None = Field(description="the bundled scenario's id; null for uploaded text")
     title: str
+    backend: Backend = Field(description="what recorded the trace: the engine, or real PyTorch")
+    backend_label: str = Field(
+        description="the backend as shown: its trace's meta.backend once known", examples=["torch 2.8.0"]
+    )
     filename: str = Field(description="the file name events' src.file and errors use")
     source: str = Field(description="the scenario's text")
     error: RunErrorInfo | None
@@ -107,3 +123,65 @@ class StreamDone(BaseModel):
     status: RunStatus
     error: RunErrorInfo | None
     n_events: int
+
+
+class DiffRow(BaseModel):
+    """One aligned row of two traces (engine/trace/diff.py, Note [Aligning two traces])."""
+
+    a: int | None = Field(description="seq of run a's event; null: a gap on that side")
+    b: int | None = Field(description="seq of run b's event; null: a gap on that side")
+    status: DiffStatus
+    checkpoint: bool = Field(description="a checkpoint event: part of the contract")
+    kind: str
+    fields: list[str] = Field(description="the compared fields that differ (status differ)")
+    reordered: bool = Field(description="a holder_gc paired at another place of its run (allowed)")
+    a_text: str = Field(description="#seq, kind and a short description of a's event ('' for a gap)")
+    b_text: str
+
+
+class DiffCounts(BaseModel):
+    events_a: int
+    events_b: int
+    checkpoint_a: int
+    checkpoint_b: int
+    same: int = Field(description="checkpoint rows equal on both sides")
+    differ: int
+    only_a: int
+    only_b: int
+    reordered: int
+
+
+class DiffRun(BaseModel):
+    id: str
+    backend: Backend
+    backend_label: str
+    title: str
+    status: RunStatus
+    n_events: int
+    url: str = Field(description="the run's viewer")
+
+
+class GradsComparison(BaseModel):
+    """The final gradients of the two runs, name by name."""
+
+    equal: bool = Field(description="both runs reported gradients, and they match")
+    problems: list[str] = Field(description="names on one side only, shapes, largest differences")
+    verdict: str = Field(examples=["gradients equal", "gradients differ: w: max abs difference 0.01"])
+    rtol: float
+    atol: float
+
+
+class TraceDiffResponse(BaseModel):
+    """``GET /api/diff``: two finished runs' traces aligned row by row (docs/diff.md)."""
+
+    a_label: str
+    b_label: str
+    checkpoint_equal: bool = Field(description="checkpoint events identical (holder_gc order aside)")
+    first_divergence: int | None = Field(description="row of the first checkpoint difference")
+    verdict: str
+    counts: DiffCounts
+    ignored: dict[str, list[str]] = Field(description='kind -> fields not compared ("*": the kind)')
+    rows: list[DiffRow]
+    grads: GradsComparison
+    equal: bool = Field(description="checkpoint events identical and gradients equal")
+    runs: dict[str, DiffRun] = Field(description='"a" and "b"')

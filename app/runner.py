@@ -19,6 +19,7 @@ import builtins
 import contextlib
 import gc
 import json
+import re
 import threading
 import warnings
 from collections.abc import Callable, Iterator
@@ -31,6 +32,8 @@ from app.sandbox import PROJECT_ROOT, LimitExceeded, Limits, ScenarioSyntaxError
 
 SCENARIOS_DIR = PROJECT_ROOT / "scenarios"
 UNTRUSTED_FILENAME = "<scenario>"
+BACKENDS = ("engine", "torch")
+_ENGINE_IMPORT = re.compile(r"^\s*(import engine\b|from engine\b)", re.MULTILINE)
 TICK_SECONDS = 0.1  # how often a running scenario reports its progress and final events
 
 
@@ -131,6 +134,7 @@ def run_scenario(
     on_progress: Callable[[int], None] | None = None,
     filename: str | None = None,
     on_events: Callable[[list[dict[str, Any]]], None] | None = None,
+    backend: str = "engine",
 ) -> RunResult:
     """Run a scenario and return its trace, or the error that stopped it.
 
@@ -142,9 +146,16 @@ def run_scenario(
     ``on_events(batch)`` is called while the scenario runs with the events that became final
     (see Note [Final events] in ``engine/trace/_core.py``), in order, each event once; the result's
     trace still holds them all, so what was not delivered is ``trace["events"][delivered:]``.
-    Both are called from another thread than the caller's. Never raises for what the scenario does.
+    Both are called from another thread than the caller's. ``backend="torch"`` runs the scenario
+    against real PyTorch (``engine.trace.torch_backend``: ``import engine`` gives it ``torch``),
+    trusted code only. ``RunResult.extra["grads"]`` holds the gradients the scenario's variables
+    end with (``_final_grads``). Never raises for what the scenario does.
     """
     limits = limits or Limits()
+    if backend not in BACKENDS:
+        raise ValueError(f"unknown backend {backend!r} (known: {', '.join(BACKENDS)})")
+    if backend == "torch" and not trusted:
+        raise ValueError("the torch backend runs trusted local code only (the sandbox knows the engine)")
     if isinstance(path_or_text, Path) or (trusted and _names_a_file(path_or_text)):
         path = Path(path_or_text).resolve()
         filename = filename or display_name(path)
@@ -176,6 +187,7 @@ def run_scenario(
         limits=limits,
         on_progress=on_progress,
         on_events=on_events,
+        backend=backend,
     )
 
 
@@ -230,8 +242,10 @@ def execute(
     on_progress: Callable[[int], None] | None = None,
     set_print: Callable[[Callable[[str], None]], None] | None = None,
     on_events: Callable[[list[dict[str, Any]]], None] | None = None,
+    backend: str = "engine",
 ) -> RunResult:
-    """Run compiled scenario code under ``trace.record()``.
+    """Run compiled scenario code under ``trace.record()`` (``torch_backend.record()`` and an
+    ``engine``-is-``torch`` import shim with ``backend="torch"``).
 
     ``code`` was compiled from ``text`` under ``filename``: events point at its lines.
     ``namespace`` is the module namespace (its ``__builtins__`` the restricted ones in the
@@ -262,6 +276,18 @@ def execute(
         namespace["__builtins__"] = scenario_builtins
     else:
         set_print(sink)
+    recording: Callable[..., Any] = trace.record
+    rng: contextlib.AbstractContextManager[Any] = contextlib.nullcontext()
+    if backend == "torch":
+        from engine.trace import torch_backend
+
+        recording = torch_backend.record
+        namespace["__builtins__"] = dict(namespace["__builtins__"])
+        namespace["__builtins__"]["__import__"] = torch_backend.engine_as_torch(
+            namespace["__builtins__"]["__import__"]
+        )
+        if _ENGINE_IMPORT.search(text):  # written for the engine: one random stream for both
+            rng = torch_backend.engine_rng()
     recorder = None
     delivery = _Delivery(on_progress, on_events)
     error: RunError | None = None
@@ -272,7 +298,8 @@ def execute(
             warnings.simplefilter("default")
             warnings.showwarning = show_warning
             with (
-                trace.record(source_files={filename: text}) as recorder,
+                rng,
+                recording(source_files={filename: text}) as recorder,
                 _capped(recorder, limits, delivery),
             ):
                 exec(code, namespace)
@@ -288,7 +315,39 @@ def execute(
     document = _document(recorder) if recorder is not None else None
     result = RunResult(error is None, document, error, "".join(printed), filename)
     result.extra["delivered"] = delivery.sent
+    result.extra["grads"] = _final_grads(namespace)
     return result
+
+
+MAX_GRAD_NUMEL = 4096  # larger gradients are left out of RunResult.extra["grads"]
+
+
+def _final_grads(namespace: dict[str, Any]) -> dict[str, Any]:
+    """``{name: nested list}``: the ``.grad`` of each module-level tensor variable and of the
+    parameters of each module variable (``model.fc1.weight``), the same for either backend, so
+    the engine's gradients can be compared with torch's (``autograd-lens diff``)."""
+    grads: dict[str, Any] = {}
+
+    def add(name: str, t: Any) -> None:
+        if not t.is_leaf:  # only leaves get a .grad (reading a non-leaf's warns in torch)
+            return
+        g = t.grad
+        if g is not None and hasattr(g, "tolist") and g.numel() <= MAX_GRAD_NUMEL:
+            grads[name] = g.detach().tolist()
+
+    for name, value in list(namespace.items()):
+        if name.startswith("_") or isinstance(value, type):
+            continue
+        if hasattr(value, "is_leaf") and hasattr(value, "tolist"):
+            add(name, value)
+        elif callable(getattr(value, "named_parameters", None)):
+            try:
+                params = list(value.named_parameters())
+            except Exception:  # noqa: BLE001 - a user object with its own named_parameters
+                continue
+            for path, p in params:
+                add(f"{name}.{path}", p)
+    return grads
 
 
 def _document(recorder: Any) -> dict[str, Any]:

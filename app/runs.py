@@ -26,6 +26,8 @@ from __future__ import annotations
 import ast
 import asyncio
 import contextlib
+import importlib.metadata
+import importlib.util
 import inspect
 import io
 import logging
@@ -42,7 +44,7 @@ from typing import Any
 
 from app.config import Settings
 from app.runner import SCENARIOS_DIR, RunResult, ScenarioInfo, display_name, run_scenario, scenario_info
-from app.store import INTERRUPTED, RunRecord, Store
+from app.store import BACKENDS, INTERRUPTED, RunRecord, Store
 from engine.trace.captions import caption
 from engine.trace.export import to_dot, to_json
 from engine.trace.state import Event, initial_state, step
@@ -65,6 +67,58 @@ class SourceTooLarge(ValueError):
 
 class ServerBusy(RuntimeError):
     pass
+
+
+class BackendRefused(ValueError):
+    """A backend this run cannot use: torch for uploaded text (the sandbox only knows the engine)."""
+
+
+class BackendMissing(RuntimeError):
+    """The backend's library is not installed here (torch)."""
+
+
+# --- backends ------------------------------------------------------------------------------------
+
+
+def torch_available() -> bool:
+    """Whether ``import torch`` would find torch, without paying for the import."""
+    return importlib.util.find_spec("torch") is not None
+
+
+def backend_version(backend: str) -> str:
+    """``"engine"``, or ``"torch 2.8.0"`` (the installed distribution's version, without importing
+    it); what a run shows until its trace says (``meta.backend``)."""
+    if backend != "torch":
+        return backend
+    try:
+        return f"torch {importlib.metadata.version('torch')}"
+    except importlib.metadata.PackageNotFoundError:
+        return "torch"
+
+
+def check_backend(backend: str, *, trusted: bool) -> None:
+    """Refuse what cannot run: an unknown backend or torch for untrusted text (``BackendRefused``),
+    torch when it is not installed (``BackendMissing``)."""
+    if backend not in BACKENDS:
+        raise BackendRefused(f"unknown backend {backend!r}: one of {', '.join(BACKENDS)}")
+    if backend == "torch" and not trusted:
+        raise BackendRefused(
+            "the torch backend runs trusted code only (the bundled scenarios, or a local file from the "
+            "command line): uploaded text runs in a sandbox that only knows the engine"
+        )
+    if backend == "torch" and not torch_available():
+        raise BackendMissing("torch is not installed on this server, so only the engine backend can run")
+
+
+def backend_label(backend: str, meta: dict[str, Any] | None) -> str:
+    """How a run's backend is shown: the trace's ``meta.backend`` once it has one (``"torch
+    2.8.0"``, or ``{"name", "version"}``), else ``backend_version``."""
+    value = (meta or {}).get("backend")
+    if isinstance(value, str) and value:
+        return value
+    if isinstance(value, dict) and value.get("name"):
+        return f"{value['name']} {value.get('version', '')}".strip()
+    return backend_version(backend)
 
 
 # --- scenarios and uploaded text -----------------------------------------------------------------
@@ -194,6 +248,7 @@ class Watcher:
 @dataclass(frozen=True)
 class _Job:
     trusted: bool
+    backend: str  # "engine" or "torch" (trusted only)
     path: Path | None  # a bundled scenario (trusted)
     text: str  # the scenario's text (what an untrusted run executes)
     filename: str
@@ -248,20 +303,22 @@ class RunManager:
 
     # --- creating runs ---
 
-    def create_bundled(self, scenario_id: str) -> RunRecord:
+    def create_bundled(self, scenario_id: str, backend: str = "engine") -> RunRecord:
         info = find_scenario(scenario_id)
+        check_backend(backend, trusted=True)
         text = info.path.read_text(encoding="utf-8")
-        job = _Job(trusted=True, path=info.path, text=text, filename=display_name(info.path))
+        job = _Job(trusted=True, backend=backend, path=info.path, text=text, filename=display_name(info.path))
         return self._create(job, scenario=info.id, title=info.title)
 
-    def create_uploaded(self, source: str, filename: str | None) -> RunRecord:
+    def create_uploaded(self, source: str, filename: str | None, backend: str = "engine") -> RunRecord:
+        check_backend(backend, trusted=False)
         size = len(source.encode("utf-8"))
         if size > self.settings.max_upload_bytes:
             raise SourceTooLarge(
                 f"the scenario is {size} bytes long; the limit is {self.settings.max_upload_bytes} bytes"
             )
         name = clean_filename(filename)
-        job = _Job(trusted=False, path=None, text=source, filename=name)
+        job = _Job(trusted=False, backend="engine", path=None, text=source, filename=name)
         return self._create(job, scenario=None, title=docstring_title(source) or name)
 
     def _create(self, job: _Job, *, scenario: str | None, title: str) -> RunRecord:
@@ -285,6 +342,7 @@ class RunManager:
                         filename=job.filename,
                         source=job.text,
                         trusted=job.trusted,
+                        backend=job.backend,
                     )
                     break
                 except sqlite3.IntegrityError:
@@ -353,7 +411,12 @@ class RunManager:
         if job.trusted:
             assert job.path is not None
             return run_scenario(
-                job.path, trusted=True, limits=limits, on_progress=on_progress, on_events=on_events
+                job.path,
+                backend=job.backend,
+                trusted=True,
+                limits=limits,
+                on_progress=on_progress,
+                on_events=on_events,
             )
         return run_scenario(
             job.text,
@@ -388,6 +451,7 @@ class RunManager:
             sources=trace.get("sources"),
             dot=dot,
             trace_json=to_json(trace) if trace else None,
+            grads=grads if isinstance(grads := result.extra.get("grads"), dict) else None,
         )
 
     # --- telling streams ---

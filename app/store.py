@@ -16,6 +16,14 @@ zlib-compressed (the reducer's changes repeat the same keys; a batch shrinks abo
 - Appending a batch and raising ``runs.n_events`` happen in one transaction: a reader never sees
   a count its batches do not back, and a run still executing can be appended to batch by batch.
 
+Note [Schema migrations]
+~~~~~~~~~~~~~~~~~~~~~~~~
+``PRAGMA user_version`` is the schema's version. A database of an older version is brought up to
+date when opened: ``CREATE TABLE IF NOT EXISTS`` leaves an existing ``runs`` table as it was, so
+each column added since version 1 (``_ADDED_COLUMNS``) is added with ``ALTER TABLE ... ADD
+COLUMN`` if missing, with a default that is true of the old rows (a run stored before backends
+existed ran on the engine). A database newer than this server is refused rather than guessed at.
+
 Each call opens its own connection: callers are worker threads and the server's thread pool, and
 SQLite connections are cheap to open (WAL lets readers run alongside the one writer).
 """
@@ -33,7 +41,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+BACKENDS = ("engine", "torch")
 FINISHED = ("done", "error")
 INTERRUPTED = "interrupted by a server restart"
 
@@ -46,6 +55,7 @@ CREATE TABLE IF NOT EXISTS runs (
     filename    TEXT NOT NULL,
     source      TEXT NOT NULL,
     trusted     INTEGER NOT NULL,
+    backend     TEXT NOT NULL DEFAULT 'engine',   -- what recorded the trace: 'engine' or 'torch'
     error       TEXT,              -- JSON {"type", "message", "file", "line", "limit"} or NULL
     n_events    INTEGER NOT NULL DEFAULT 0,   -- events stored (what a stream can send now)
     progress    INTEGER NOT NULL DEFAULT 0,   -- events recorded so far by the runner
@@ -54,6 +64,7 @@ CREATE TABLE IF NOT EXISTS runs (
     sources     TEXT,              -- JSON: the trace document's "sources", once finished
     dot         TEXT,              -- the graph as DOT source, once finished
     trace       BLOB,              -- zlib(the trace document as JSON), once finished
+    grads       TEXT,              -- JSON {name: nested list}: the final gradients, once finished
     created_at  TEXT NOT NULL,
     started_at  TEXT,
     finished_at TEXT
@@ -68,6 +79,12 @@ CREATE TABLE IF NOT EXISTS batches (
 CREATE UNIQUE INDEX IF NOT EXISTS batches_resume ON batches (run_id, last_seq);
 CREATE INDEX IF NOT EXISTS runs_status ON runs (status);
 """
+
+# Columns added after version 1, for databases made before them (Note [Schema migrations]).
+_ADDED_COLUMNS = {
+    "backend": "TEXT NOT NULL DEFAULT 'engine'",  # every run of version 1 ran on the engine
+    "grads": "TEXT",
+}
 
 
 def now_iso() -> str:
@@ -102,6 +119,7 @@ class RunRecord:
     filename: str
     source: str
     trusted: bool
+    backend: str
     error: dict[str, Any] | None
     n_events: int
     progress: int
@@ -123,7 +141,7 @@ class Batch:
 
 
 _RUN_COLUMNS = (
-    "id, status, scenario, title, filename, source, trusted, error, n_events, progress, stdout, "
+    "id, status, scenario, title, filename, source, trusted, backend, error, n_events, progress, stdout, "
     "created_at, started_at, finished_at"
 )
 
@@ -140,14 +158,18 @@ class Store:
         with self._connect() as conn:
             # WAL is a property of the database file: set once, every later connection uses it.
             conn.execute("PRAGMA journal_mode=WAL")
-            conn.executescript(_SCHEMA)
             version = conn.execute("PRAGMA user_version").fetchone()[0]
-            if version == 0:
-                conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
-            elif version != SCHEMA_VERSION:
+            if version > SCHEMA_VERSION:
                 raise RuntimeError(
                     f"{self.path} has schema version {version}, this server knows {SCHEMA_VERSION}"
                 )
+            conn.executescript(_SCHEMA)
+        with self._write() as conn:  # one transaction: two servers opening the file never both add
+            have = {row[1] for row in conn.execute("PRAGMA table_info(runs)")}
+            for name, declaration in _ADDED_COLUMNS.items():
+                if name not in have:
+                    conn.execute(f"ALTER TABLE runs ADD COLUMN {name} {declaration}")
+            conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
 
     @contextlib.contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
@@ -175,14 +197,24 @@ class Store:
     # --- runs ------------------------------------------------------------------------------------
 
     def create_run(
-        self, run_id: str, *, scenario: str | None, title: str, filename: str, source: str, trusted: bool
+        self,
+        run_id: str,
+        *,
+        scenario: str | None,
+        title: str,
+        filename: str,
+        source: str,
+        trusted: bool,
+        backend: str = "engine",
     ) -> RunRecord:
+        if backend not in BACKENDS:
+            raise ValueError(f"a run's backend is one of {BACKENDS}, not {backend!r}")
         created = now_iso()
         with self._write() as conn:
             conn.execute(
-                "INSERT INTO runs (id, status, scenario, title, filename, source, trusted, created_at) "
-                "VALUES (?, 'queued', ?, ?, ?, ?, ?, ?)",
-                (run_id, scenario, title, filename, source, int(trusted), created),
+                "INSERT INTO runs (id, status, scenario, title, filename, source, trusted, backend, "
+                "created_at) VALUES (?, 'queued', ?, ?, ?, ?, ?, ?, ?)",
+                (run_id, scenario, title, filename, source, int(trusted), backend, created),
             )
         record = self.get_run(run_id)
         assert record is not None
@@ -201,13 +233,14 @@ class Store:
             filename=row[4],
             source=row[5],
             trusted=bool(row[6]),
-            error=json.loads(row[7]) if row[7] else None,
-            n_events=row[8],
-            progress=row[9],
-            stdout=row[10],
-            created_at=row[11],
-            started_at=row[12],
-            finished_at=row[13],
+            backend=row[7],
+            error=json.loads(row[8]) if row[8] else None,
+            n_events=row[9],
+            progress=row[10],
+            stdout=row[11],
+            created_at=row[12],
+            started_at=row[13],
+            finished_at=row[14],
         )
 
     def run_ids(self) -> list[str]:
@@ -236,15 +269,17 @@ class Store:
         sources: dict[str, str] | None = None,
         dot: str | None = None,
         trace_json: str | None = None,
+        grads: dict[str, Any] | None = None,
     ) -> None:
         """End a run. ``trace_json``: the whole trace document, kept as is (compressed) because
-        rebuilding it from the batches means parsing every event's changes too."""
+        rebuilding it from the batches means parsing every event's changes too. ``grads``: the
+        final gradients of the scenario's tensors (``RunResult.extra["grads"]``), for a diff."""
         if status not in FINISHED:
             raise ValueError(f"a run finishes as one of {FINISHED}, not {status!r}")
         with self._write() as conn:
             conn.execute(
                 "UPDATE runs SET status = ?, error = ?, stdout = ?, meta = ?, sources = ?, dot = ?, "
-                "trace = ?, finished_at = ?, progress = MAX(progress, n_events) WHERE id = ?",
+                "trace = ?, grads = ?, finished_at = ?, progress = MAX(progress, n_events) WHERE id = ?",
                 (
                     status,
                     dumps(error) if error is not None else None,
@@ -253,6 +288,7 @@ class Store:
                     dumps(sources) if sources is not None else None,
                     dot,
                     zlib.compress(trace_json.encode("utf-8"), 6) if trace_json is not None else None,
+                    dumps(grads) if grads is not None else None,
                     now_iso(),
                     run_id,
                 ),
@@ -284,6 +320,12 @@ class Store:
         with self._connect() as conn:
             row = conn.execute("SELECT trace FROM runs WHERE id = ?", (run_id,)).fetchone()
         return zlib.decompress(row[0]).decode("utf-8") if row and row[0] is not None else None
+
+    def grads(self, run_id: str) -> dict[str, Any] | None:
+        """The final gradients stored when the run finished (``None``: none were reported)."""
+        with self._connect() as conn:
+            row = conn.execute("SELECT grads FROM runs WHERE id = ?", (run_id,)).fetchone()
+        return dict(json.loads(row[0])) if row and row[0] else None
 
     def dot(self, run_id: str) -> str | None:
         with self._connect() as conn:

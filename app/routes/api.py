@@ -19,7 +19,14 @@ from app.models import (
     ValidationErrorResponse,
 )
 from app.runner import list_scenarios
-from app.runs import ServerBusy, SourceTooLarge, UnknownScenario
+from app.runs import (
+    BackendMissing,
+    BackendRefused,
+    ServerBusy,
+    SourceTooLarge,
+    UnknownScenario,
+    backend_label,
+)
 from app.store import RunRecord, Store
 from engine.trace.export import to_chrome, to_json
 from engine.trace.state import initial_state
@@ -45,21 +52,32 @@ def scenarios() -> list[Scenario]:
     responses={
         404: {"model": ErrorResponse, "description": "no bundled scenario with that id"},
         413: {"model": ErrorResponse, "description": "the scenario text (or the request) is too large"},
-        422: {"model": ValidationErrorResponse, "description": "a malformed body"},
-        503: {"model": ErrorResponse, "description": "too many runs queued; try again later"},
+        422: {
+            "model": ValidationErrorResponse,
+            "description": 'a malformed body, or backend "torch" with uploaded text',
+        },
+        503: {
+            "model": ErrorResponse,
+            "description": "too many runs queued (try again later), or torch is not installed",
+        },
     },
 )
 def create_run(body: RunCreate, manager: ManagerDep, response: Response) -> RunCreated:
-    """Start a run: a bundled scenario (trusted, in the server) or uploaded text (in the sandbox).
-    It runs in the background; follow it with ``GET /api/runs/{id}`` or ``/api/runs/{id}/events``."""
+    """Start a run: a bundled scenario (trusted, in the server; on the engine or on real torch) or
+    uploaded text (in the sandbox, on the engine). It runs in the background; follow it with
+    ``GET /api/runs/{id}`` or ``/api/runs/{id}/events``."""
     try:
         if body.scenario is not None:
-            record = manager.create_bundled(body.scenario)
+            record = manager.create_bundled(body.scenario, body.backend)
         else:
             assert body.source is not None  # RunCreate checked that one of the two is given
-            record = manager.create_uploaded(body.source, body.filename)
+            record = manager.create_uploaded(body.source, body.filename, body.backend)
     except UnknownScenario as e:
         raise HTTPException(404, str(e)) from None
+    except BackendRefused as e:
+        raise HTTPException(422, str(e)) from None
+    except BackendMissing as e:
+        raise HTTPException(503, str(e)) from None
     except SourceTooLarge as e:
         raise HTTPException(413, str(e)) from None
     except ServerBusy as e:
@@ -68,12 +86,15 @@ def create_run(body: RunCreate, manager: ManagerDep, response: Response) -> RunC
     return RunCreated(id=record.id, status=record.status, url=f"/runs/{record.id}")  # type: ignore[arg-type]
 
 
-def run_model(record: RunRecord) -> Run:
+def run_model(record: RunRecord, meta: dict[str, Any] | None = None) -> Run:
+    """The API's view of a run; ``meta``: its trace's meta, once finished (names the backend)."""
     return Run(
         id=record.id,
         status=record.status,  # type: ignore[arg-type]
         scenario=record.scenario,
         title=record.title,
+        backend=record.backend,  # type: ignore[arg-type]
+        backend_label=backend_label(record.backend, meta),
         filename=record.filename,
         source=record.source,
         error=RunErrorInfo(**record.error) if record.error else None,
@@ -88,9 +109,11 @@ def run_model(record: RunRecord) -> Run:
 
 
 @router.get("/runs/{run_id}", response_model=Run, responses=_404)
-def get_run(run: RunDep) -> Run:
-    """A run's status, its source, and its error (type, message, file and line) if it failed."""
-    return run_model(run)
+def get_run(run: RunDep, manager: ManagerDep) -> Run:
+    """A run's status, its backend, its source, and its error (type, message, file and line) if it
+    failed."""
+    parts = manager.store.trace_parts(run.id) if run.finished else None
+    return run_model(run, parts[0] if parts else None)
 
 
 def _finished(run: RunRecord) -> None:

@@ -1,4 +1,5 @@
-"""The HTML pages (Jinja2): the home page with the scenario picker and the viewer of one run.
+"""The HTML pages (Jinja2): the home page with the scenario picker, the viewer of one run, and the
+diff of two runs.
 
 Each page gets ``config`` (a dict) and ``config_json`` (the same, as HTML-safe JSON) to embed as
 ``<script type="application/json" id="config">{{ config_json }}</script>``; the page's script
@@ -14,9 +15,10 @@ from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import HTMLResponse
 from jinja2.utils import htmlsafe_json_dumps
 
-from app.deps import RunDep, TemplatesDep
+from app.deps import ManagerDep, RunDep, TemplatesDep, not_found
 from app.models import ErrorResponse
 from app.runner import list_scenarios
+from app.runs import RUN_ID_RE, backend_version, torch_available
 
 router = APIRouter(tags=["pages"])
 
@@ -36,7 +38,15 @@ def _render(
 def index(request: Request, templates: TemplatesDep) -> HTMLResponse:
     """The home page: pick a bundled scenario, or open a scenario file."""
     scenarios = [{"id": s.id, "title": s.title, "description": s.description} for s in list_scenarios()]
-    config = {"page": "index", "api": "/api", "static": "/static", "scenarios": scenarios}
+    torch = torch_available()
+    config = {
+        "page": "index",
+        "api": "/api",
+        "static": "/static",
+        "scenarios": scenarios,
+        # The torch and diff actions need torch on the server (the page disables them otherwise).
+        "backends": {"engine": "engine", **({"torch": backend_version("torch")} if torch else {})},
+    }
     return _render(templates, request, "index.html", config, scenarios=scenarios)
 
 
@@ -63,6 +73,37 @@ def run_page(request: Request, run: RunDep, templates: TemplatesDep, step: str |
         },
     }
     return _render(templates, request, "run.html", config, run_id=run.id, title=run.title)
+
+
+@router.get(
+    "/diff",
+    response_class=HTMLResponse,
+    responses={404: {"model": ErrorResponse, "description": "no run with one of the ids"}},
+)
+def diff_page(request: Request, manager: ManagerDep, templates: TemplatesDep, a: str, b: str) -> HTMLResponse:
+    """Two runs side by side (``GET /api/diff``), once both have finished: the page waits for them."""
+    manager.start()  # no-op once started (see RunManager.start)
+    titles = []
+    for run_id in (a, b):
+        record = manager.store.get_run(run_id) if RUN_ID_RE.fullmatch(run_id) else None
+        if record is None:
+            raise not_found(run_id)
+        titles.append(record.title)
+    config = {
+        "page": "diff",
+        "a": a,
+        "b": b,
+        "title": titles[0],
+        "static": "/static",
+        "urls": {
+            "diff": f"/api/diff?a={a}&b={b}",
+            "run_a": f"/api/runs/{a}",
+            "run_b": f"/api/runs/{b}",
+            "view_a": f"/runs/{a}",
+            "view_b": f"/runs/{b}",
+        },
+    }
+    return _render(templates, request, "diff.html", config, title=titles[0])
 
 
 def _step(raw: str | None) -> int | None:

@@ -15,7 +15,8 @@ slot of the save whose pack hook is about to run).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator
 from typing import Any
 
 __all__ = ["emit", "enabled"]
@@ -39,3 +40,16 @@ def _install(sink: Callable[[str, dict[str, Any]], None] | None) -> None:
     global enabled, _sink
     _sink = sink
     enabled = sink is not None
+
+
+@contextlib.contextmanager
+def paused() -> Iterator[None]:
+    """No engine events for the block: the torch backend uses the engine's random generator
+    while it records torch (its events describe torch's objects, not the engine's)."""
+    global enabled, _sink
+    saved = enabled, _sink
+    enabled, _sink = False, None
+    try:
+        yield
+    finally:
+        enabled, _sink = saved

@@ -91,17 +91,28 @@ _active: list[Trace] = []
 
 
 class _Recording:
+    """The ``with`` block of ``record()``. The torch backend (``engine/trace/torch_backend``)
+    subclasses it: another recorder (``_make_recorder``), and its instrumentation of torch
+    installed and removed around the block."""
+
+    backend = "engine"
+    exit_frames = 0  # frames between the ``with`` block and this __exit__
+
     def __init__(self, files: dict[str, str], sources: dict[str, str], max_events: int | None) -> None:
         self.files = files
         self.trace = Trace(sources)
+        self.trace.meta["backend"] = self.backend
         self.max_events = max_events
+
+    def _make_recorder(self) -> Any:
+        from engine.trace._kinds import Recorder
+
+        return Recorder(self.trace.events, self.files)
 
     def __enter__(self) -> Trace:
         if emit.enabled or _active:
             raise RuntimeError("engine.trace.record() calls cannot be nested: a recording is already active")
-        from engine.trace._kinds import Recorder
-
-        recorder = Recorder(self.trace.events, self.files)
+        recorder = self._make_recorder()
         self.trace._recorder = recorder
         if self.max_events is not None:
             self.trace.set_event_limit(self.max_events)
@@ -122,7 +133,8 @@ class _Recording:
         finally:
             emit._install(None)
             _active.clear()
-            caller = sys._getframe(1)
+            # The frame of the ``with`` block (a subclass's __exit__ is one more frame).
+            caller = sys._getframe(1 + self.exit_frames)
             if caller.f_code.co_filename in self.files:
                 recorder.name_remaining(_locals_of(caller))
             self.trace.meta.update(n_events=len(self.trace.events), truncated=recorder.truncated)

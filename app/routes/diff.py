@@ -1,0 +1,93 @@
+"""``GET /api/diff?a=RUN&b=RUN``: two finished runs' traces aligned row by row, and their final
+gradients compared (docs/diff.md). Typically the engine run and the torch run of one scenario."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any
+
+from fastapi import APIRouter, HTTPException, Query
+from fastapi.responses import Response
+from starlette.concurrency import run_in_threadpool
+
+from app.deps import ManagerDep, not_found
+from app.models import ErrorResponse, TraceDiffResponse
+from app.routes.api import trace_document
+from app.runs import RUN_ID_RE, RunManager, backend_label
+from app.store import RunRecord, dumps
+from engine.trace.diff import diff_traces, grads_verdict
+
+router = APIRouter(prefix="/api", tags=["api"])
+
+RTOL = 1e-5
+ATOL = 1e-6
+
+
+def labels(a: RunRecord, b: RunRecord) -> tuple[str, str]:
+    """Each side named by its backend; two runs of one backend by their ids too."""
+    if a.backend != b.backend:
+        return a.backend, b.backend
+    return f"{a.backend} {a.id}", f"{b.backend} {b.id}"
+
+
+def _run(manager: RunManager, run_id: str) -> RunRecord:
+    record = manager.store.get_run(run_id) if RUN_ID_RE.fullmatch(run_id) else None
+    if record is None:
+        raise not_found(run_id)
+    return record
+
+
+def build_diff(manager: RunManager, a_id: str, b_id: str) -> dict[str, Any]:
+    """The response of ``GET /api/diff`` (``TraceDiffResponse``), or 404/409."""
+    runs = {"a": _run(manager, a_id), "b": _run(manager, b_id)}
+    for run in runs.values():
+        if not run.finished:
+            raise HTTPException(409, f"run {run.id} is {run.status}: a diff needs both runs finished")
+    docs = {}
+    for side, run in runs.items():
+        text = manager.store.trace_json(run.id)
+        docs[side] = json.loads(text) if text is not None else trace_document(manager.store, run.id)
+    la, lb = labels(runs["a"], runs["b"])
+    diff = diff_traces(docs["a"], docs["b"], a_label=la, b_label=lb)
+    grads = grads_verdict(
+        manager.store.grads(a_id), manager.store.grads(b_id), RTOL, ATOL, a_label=la, b_label=lb
+    )
+    return {
+        **diff.to_json(),
+        "grads": grads,
+        "equal": diff.checkpoint_equal and grads["equal"],
+        "runs": {
+            side: {
+                "id": run.id,
+                "backend": run.backend,
+                "backend_label": backend_label(run.backend, docs[side].get("meta")),
+                "title": run.title,
+                "status": run.status,
+                "n_events": run.n_events,
+                "url": f"/runs/{run.id}",
+            }
+            for side, run in runs.items()
+        },
+    }
+
+
+@router.get(
+    "/diff",
+    response_model=TraceDiffResponse,
+    responses={
+        404: {"model": ErrorResponse, "description": "no run with one of the ids"},
+        409: {"model": ErrorResponse, "description": "one of the runs has not finished yet"},
+    },
+)
+async def trace_diff(
+    manager: ManagerDep,
+    a: Annotated[str, Query(description="a run id (the left side, usually the engine's run)")],
+    b: Annotated[str, Query(description="a run id (the right side, usually the torch run)")],
+) -> Response:
+    """Align two finished runs' events side by side: are the checkpoint events identical (only
+    holder GC order may differ), where do they first diverge, and are the final gradients equal?"""
+    await run_in_threadpool(manager.start)
+    body = await run_in_threadpool(build_diff, manager, a, b)
+    # Serialised once here: a long trace has as many rows as events, and validating each through
+    # the response model would cost more than the diff itself.
+    return Response(dumps(body), media_type="application/json")
