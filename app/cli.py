@@ -1,22 +1,33 @@
 """``autograd-lens``: trace scenarios from the command line.
 
     autograd-lens scenarios                         list the bundled scenarios
-    autograd-lens trace SCENARIO [-o trace.json] [--format json|chrome] [--untrusted]
-    autograd-lens dot SCENARIO -o graph.dot|graph.svg [--untrusted]
+    autograd-lens trace SCENARIO [-o trace.json] [--format json|chrome] [--backend engine|torch]
+                                 [--untrusted]
+    autograd-lens dot SCENARIO -o graph.dot|graph.svg [--backend engine|torch] [--untrusted]
+    autograd-lens diff SCENARIO [-o diff.json] [--json]   engine vs torch, side by side
     autograd-lens serve [--host H] [--port P]       the web app
 
 SCENARIO is a path to a Python file or the id (file stem) of a bundled scenario. A file runs in
 this process, like ``python file.py`` would; ``--untrusted`` runs it in the sandbox instead (the
-way the web app runs text it receives). The scenario's printed output goes to stderr, with a
-progress indicator (the number of events recorded) while a long run goes on.
+way the web app runs text it receives). ``--backend torch`` records the same trace from real
+PyTorch instead of the engine: a scenario written with ``import engine as torch``, or a PyTorch
+script of your own that does ``import torch``. Trusted local code only: the sandbox knows the
+engine alone. The scenario's printed output goes to stderr, with a progress indicator (the number
+of events recorded) while a long run goes on.
 
-Exit codes: 0 success, 1 the scenario failed (the trace, up to the error, is still written),
-2 bad usage (unknown scenario, unknown format, the web app).
+``diff`` runs the scenario on both backends and aligns the traces (docs/diff.md): it prints the
+checkpoint events around the first divergence side by side and compares the final gradients.
+
+Exit codes: 0 success (``diff``: checkpoint events identical and gradients equal), 1 the scenario
+failed (the trace, up to the error, is still written; ``diff``: the traces or gradients differ),
+2 bad usage (unknown scenario, unknown format, torch missing or with ``--untrusted``, the web app).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
+import json
 import shutil
 import subprocess
 import sys
@@ -26,6 +37,11 @@ from typing import TextIO
 
 from app.runner import RunResult, list_scenarios, resolve_scenario, run_scenario
 from app.sandbox import Limits
+
+BACKEND_HELP = (
+    "what records the trace: the engine (default), or real PyTorch (torch: trusted local code only; "
+    "the file may `import engine as torch` or `import torch` itself)"
+)
 
 
 class Progress:
@@ -50,7 +66,23 @@ class Progress:
             self.stream.flush()
 
 
+def _torch_problem(untrusted: bool) -> str | None:
+    """Why ``--backend torch`` cannot run, if it cannot."""
+    if untrusted:
+        return (
+            "--backend torch runs trusted local code only; --untrusted runs in the sandbox, "
+            "which knows the engine alone"
+        )
+    if importlib.util.find_spec("torch") is None:
+        return "--backend torch needs PyTorch: pip install torch==2.8.0 (or scripts/setup.sh --oracle)"
+    return None
+
+
 def _run(args: argparse.Namespace) -> RunResult | int:
+    backend = getattr(args, "backend", "engine")
+    if backend == "torch" and (problem := _torch_problem(args.untrusted)):
+        print(f"autograd-lens: {problem}", file=sys.stderr)
+        return 2
     try:
         path = resolve_scenario(args.scenario)
     except FileNotFoundError as e:
@@ -59,7 +91,9 @@ def _run(args: argparse.Namespace) -> RunResult | int:
     progress = Progress(sys.stderr, sys.stderr.isatty() and not args.quiet)
     limits = Limits(cpu_seconds=args.cpu_seconds, wall_seconds=args.wall_seconds)
     try:
-        result = run_scenario(path, trusted=not args.untrusted, limits=limits, on_progress=progress)
+        result = run_scenario(
+            path, trusted=not args.untrusted, limits=limits, on_progress=progress, backend=backend
+        )
     finally:
         progress.done()
     if result.stdout and not args.quiet:
@@ -123,6 +157,62 @@ def cmd_dot(args: argparse.Namespace) -> int:
     return 0 if result.ok else 1
 
 
+def cmd_diff(args: argparse.Namespace) -> int:
+    from engine.trace.diff import diff_traces, grads_verdict
+
+    if problem := _torch_problem(untrusted=False):
+        print(f"autograd-lens: {problem}", file=sys.stderr)
+        return 2
+    try:
+        path = resolve_scenario(args.scenario)
+    except FileNotFoundError as e:
+        print(f"autograd-lens: {e}", file=sys.stderr)
+        return 2
+    results: dict[str, RunResult] = {}
+    for backend in ("engine", "torch"):
+        progress = Progress(sys.stderr, sys.stderr.isatty() and not args.quiet)
+        try:
+            results[backend] = run_scenario(path, trusted=True, on_progress=progress, backend=backend)
+        finally:
+            progress.done()
+        result = results[backend]
+        if result.trace is None:
+            print(f"autograd-lens: the {backend} run recorded nothing: {result.error}", file=sys.stderr)
+            return 1
+        if result.error is not None and not args.quiet:
+            # Not a failure of the diff: a scenario may fail on purpose (determinism_error), and
+            # then both backends must fail the same way.
+            print(f"autograd-lens: the {backend} run ended with {result.error}", file=sys.stderr)
+    engine, torch = results["engine"], results["torch"]
+    assert engine.trace is not None and torch.trace is not None
+    diff = diff_traces(engine.trace, torch.trace)
+    grads = grads_verdict(engine.extra.get("grads"), torch.extra.get("grads"))
+    equal = diff.checkpoint_equal and grads["equal"]
+    if args.output or args.json:
+        doc = {**diff.to_json(), "grads": grads, "equal": equal, "scenario": str(args.scenario)}
+        text = json.dumps(doc, indent=1)
+        if args.json:
+            _write(text, "-")
+        if args.output:
+            _write(text, args.output)
+    if not args.json:
+        print(_diff_text(diff.summary(), grads, equal))
+    return 0 if equal else 1
+
+
+def _diff_text(summary: str, grads: dict[str, object], equal: bool) -> str:
+    verdict, _, rest = summary.partition("\n")
+    lines = [f"{verdict}; {grads['verdict'] if grads['equal'] else 'gradients differ'}"]
+    if rest:
+        lines.append(rest)
+    problems = grads["problems"]
+    if isinstance(problems, list) and problems:
+        lines.append("")
+        lines.append("gradients:")
+        lines.extend(f"  {p}" for p in problems)
+    return "\n".join(lines)
+
+
 def cmd_scenarios(args: argparse.Namespace) -> int:
     infos = list_scenarios()
     width = max((len(s.id) for s in infos), default=0)
@@ -153,6 +243,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument(
             "--wall-seconds", type=float, default=Limits.wall_seconds, help="sandbox wall-clock limit"
         )
+        p.add_argument("--backend", choices=["engine", "torch"], default="engine", help=BACKEND_HELP)
         p.add_argument("-q", "--quiet", action="store_true", help="no progress, no scenario output")
 
     p_trace = sub.add_parser("trace", help="record a scenario's trace")
@@ -166,6 +257,19 @@ def build_parser() -> argparse.ArgumentParser:
     run_options(p_dot)
     p_dot.add_argument("-o", "--output", required=True, help="graph.dot or graph.svg")
     p_dot.set_defaults(func=cmd_dot)
+
+    p_diff = sub.add_parser(
+        "diff",
+        help="run a scenario on the engine and on torch, and compare the traces (trusted local code only)",
+        description="Run SCENARIO on both backends (in this process: trusted local code only), align "
+        "the two traces and compare the final gradients. Exit 0: checkpoint events identical and "
+        "gradients equal; 1: they differ; 2: bad usage.",
+    )
+    p_diff.add_argument("scenario", metavar="SCENARIO", help="a Python file, or a bundled scenario's id")
+    p_diff.add_argument("-o", "--output", help="also write the diff as JSON to this file")
+    p_diff.add_argument("--json", action="store_true", help="print the diff as JSON instead of text")
+    p_diff.add_argument("-q", "--quiet", action="store_true", help="no progress, no notes about failed runs")
+    p_diff.set_defaults(func=cmd_diff)
 
     p_list = sub.add_parser("scenarios", help="list the bundled scenarios")
     p_list.set_defaults(func=cmd_scenarios)

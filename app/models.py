@@ -135,7 +135,7 @@ class DiffRow(BaseModel):
     kind: str
     fields: list[str] = Field(description="the compared fields that differ (status differ)")
     reordered: bool = Field(description="a holder_gc paired at another place of its run (allowed)")
-    a_text: str = Field(description="#seq, kind and a short description of a's event ('' for a gap)")
+    a_text: str = Field(description="a few words about a's event ('' for a gap)")
     b_text: str
 
 

@@ -31,10 +31,10 @@ mismatches. So:
   kind (``OPTIONAL_KINDS``) only when both traces have it: a backend that does not record a field
   is not a divergence, and ``TraceDiff.ignored`` says what was left out.
 - The checkpoint events are aligned first, on their own, with ``difflib.SequenceMatcher``: they are
-  the contract, and no difference elsewhere can move them. A maximal run of consecutive
-  ``holder_gc`` (among checkpoint events) is one token, its members' signatures sorted: the two
-  traces' runs match when they hold the same holders, in any order (the only reordering the
-  contract allows). Within a matched run, members are paired by signature; a pair whose
+  the contract, and no difference elsewhere can move them. A maximal run of consecutive deaths
+  (``holder_gc`` and ``frame_gc``, among checkpoint events) is one token, its members' signatures
+  sorted: the two traces' runs match when they hold the same holders and frames, in any order
+  (the only reordering the contract allows: "the order of holder GC events within a run"). Within a matched run, members are paired by signature; a pair whose
   positions differ is ``reordered``, and still ``same``.
 - Where the matcher finds a replaced block, its events are paired again by kind alone (a second
   ``SequenceMatcher``): a pack whose shape changed is one ``differ`` row, not a gap and an
@@ -112,7 +112,11 @@ CHECKPOINT_FIELDS = (
 # (its "autojunk"): slightly worse pairing of the non-checkpoint events of a huge trace, instead of
 # a quadratic wait. Checkpoint events are always aligned exactly.
 _EXACT_GAP = 4000
-_RUN = "holder_gc*"  # the kind of a holder_gc run token
+_RUN = "holder_gc*"  # the kind of a GC run token
+# Deaths, reported by the garbage collector: when a graph is torn down, the order in which its
+# holders (and their frames) die depends on the order references are dropped, which differs
+# between the engine's Python graph and torch's C++ one.
+GC_KINDS = frozenset({"holder_gc", "frame_gc"})
 
 
 class DiffRow(TypedDict):
@@ -227,7 +231,8 @@ class _Names:
         if kind in ("hooks_push", "hooks_pop"):
             return f"{e.get('hooks')} {f} {g}".strip()
         if kind == "tensor_new":
-            return f"{self.tensor(e.get('tensor'))} {_shape(e.get('shape'))}"
+            name = e.get("name")
+            return f"{name} {_shape(e.get('shape'))}" if name else self.tensor(e.get("tensor"))
         if kind in ("tensor_free", "grad_accumulate"):
             return self.tensor(e.get("tensor"))
         if kind == "version_bump":
@@ -328,19 +333,18 @@ def _tokens(side: _Side, ckpt: list[int]) -> tuple[list[list[int]], list[str], l
     """Checkpoint events as tokens: one event each, or a whole holder_gc run (its members' sorted
     signatures). Returns the members, signatures and kinds of the tokens."""
     members: list[list[int]] = []
+    previous = None
     for i in ckpt:
-        if (
-            side.events[i].get("kind") == "holder_gc"
-            and members
-            and side.events[members[-1][0]]["kind"] == ("holder_gc")
-        ):
+        kind = side.events[i].get("kind")
+        if kind in GC_KINDS and previous in GC_KINDS:
             members[-1].append(i)
         else:
             members.append([i])
+        previous = kind
     sigs = []
     kinds = []
     for m in members:
-        if side.events[m[0]].get("kind") == "holder_gc":
+        if side.events[m[0]].get("kind") in GC_KINDS:
             sigs.append(_RUN + "|".join(sorted(side.sigs[i] for i in m)))
             kinds.append(_RUN)
         else:
@@ -402,14 +406,19 @@ class TraceDiff:
         c["reordered"] = sum(1 for r in self.rows if r["reordered"])
         return c
 
-    def text(self, row: DiffRow, side: Literal["a", "b"]) -> str:
-        """``#seq kind description`` of one side of a row ('' for a gap)."""
+    def describe(self, row: DiffRow, side: Literal["a", "b"]) -> str:
+        """What one side's event of a row is about, in a few words ('' for a gap)."""
         seq = row[side]
         if seq is None:
             return ""
         events, names = (self.events_a, self._names_a) if side == "a" else (self.events_b, self._names_b)
         e = events[seq] if seq < len(events) and events[seq].get("seq", seq) == seq else _by_seq(events, seq)
-        return f"#{seq} {e.get('kind')} {names.describe(e)}".rstrip()
+        return names.describe(e)
+
+    def text(self, row: DiffRow, side: Literal["a", "b"]) -> str:
+        """``#seq kind description`` of one side of a row ('' for a gap)."""
+        seq = row[side]
+        return "" if seq is None else f"#{seq} {row['kind']} {self.describe(row, side)}".rstrip()
 
     def verdict(self) -> str:
         c = self.counts()
@@ -455,7 +464,8 @@ class TraceDiff:
         return "\n".join(lines)
 
     def to_json(self) -> dict[str, Any]:
-        """JSON-ready: the verdict, counts, and every row with each side's short text."""
+        """JSON-ready: the verdict, counts, and every row with a few words about each side's event
+        (``a_text``, ``b_text``: the description after ``#seq kind`` in ``summary()``)."""
         return {
             "a_label": self.a_label,
             "b_label": self.b_label,
@@ -464,7 +474,9 @@ class TraceDiff:
             "verdict": self.verdict(),
             "counts": self.counts(),
             "ignored": self.ignored,
-            "rows": [{**r, "a_text": self.text(r, "a"), "b_text": self.text(r, "b")} for r in self.rows],
+            "rows": [
+                {**r, "a_text": self.describe(r, "a"), "b_text": self.describe(r, "b")} for r in self.rows
+            ],
         }
 
 
@@ -688,7 +700,8 @@ def grads_verdict(
         assert ga is not None and gb is not None
         problems = compare_grads(ga, gb, rtol, atol, a_label=a_label, b_label=b_label)
     if not problems:
-        verdict = f"gradients equal ({len(ga or {})} tensors)"
+        n = len(ga or {})
+        verdict = f"gradients equal ({n} tensor{'' if n == 1 else 's'})"
     else:
         verdict = "gradients differ: " + "; ".join(problems[:3]) + (" …" if len(problems) > 3 else "")
     return {"equal": not problems, "problems": problems, "verdict": verdict, "rtol": rtol, "atol": atol}

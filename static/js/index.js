@@ -1,10 +1,15 @@
 // The home page: the bundled scenarios, a local file, or text typed in the editor. Each starts a
-// run (POST /api/runs) and opens its viewer.
+// run (POST /api/runs) and opens its viewer. A bundled scenario can also run on real PyTorch
+// ("torch"), or on both backends at once ("diff": two runs, then the diff page comparing them).
 
-import { getJSON, postJSON } from "./api.js";
+import { getJSON, postJSON, readConfig } from "./api.js";
 import { captionHTML, esc } from "./format.js";
 
 const $ = (sel) => document.querySelector(sel);
+const config = readConfig();
+// The backends this server can run ({engine: "engine", torch: "torch 2.8.0"}; no torch key
+// when torch is not installed there).
+const backends = config.backends || { engine: "engine" };
 
 // Where a newcomer should start: shown first, marked.
 const FEATURED = ["single_checkpoint", "nested_checkpoint"];
@@ -50,6 +55,34 @@ async function start(body, button) {
   }
 }
 
+// Both backends, then the page comparing them, which waits for the two runs to finish.
+async function startDiff(scenario, button) {
+  showError("#scenarios-error", null);
+  button.disabled = true;
+  document.body.classList.add("busy");
+  try {
+    const a = await postJSON("/api/runs", { scenario, backend: "engine" });
+    const b = await postJSON("/api/runs", { scenario, backend: "torch" });
+    location.assign(`/diff?a=${encodeURIComponent(a.id)}&b=${encodeURIComponent(b.id)}`);
+  } catch (err) {
+    showError("#scenarios-error", err);
+    button.disabled = false;
+    document.body.classList.remove("busy");
+  }
+}
+
+function actions(id) {
+  const torch = backends.torch;
+  const off = torch ? "" : ' disabled title="torch is not installed on this server"';
+  return `
+    <div class="scenario-actions">
+      <span class="small">run on</span>
+      <button type="button" class="run-engine" data-id="${esc(id)}" data-backend="engine" title="run on the engine">engine</button>
+      <button type="button" class="run-torch" data-id="${esc(id)}" data-backend="torch"${off || ` title="run on real PyTorch (${esc(torch)})"`}>torch</button>
+      <button type="button" class="run-diff" data-id="${esc(id)}"${off || ' title="run on both and compare the traces side by side"'}>diff</button>
+    </div>`;
+}
+
 async function loadScenarios() {
   const list = $("#scenario-list");
   try {
@@ -65,6 +98,7 @@ async function loadScenarios() {
             <span class="scenario-id">${esc(s.id)}.py${FEATURED.includes(s.id) ? ' <span class="start-here">start here</span>' : ""}</span>
           </button>
           <p class="scenario-desc">${captionHTML(s.description || "")}</p>
+          ${actions(s.id)}
         </li>`,
       )
       .join("");
@@ -81,8 +115,13 @@ function main() {
   loadScenarios();
 
   $("#scenario-list").addEventListener("click", (e) => {
-    const btn = e.target.closest(".scenario-open");
-    if (btn) start({ scenario: btn.dataset.id }, btn);
+    const open = e.target.closest(".scenario-open");
+    if (open) return start({ scenario: open.dataset.id }, open);
+    const run = e.target.closest("[data-backend]");
+    if (run) return start({ scenario: run.dataset.id, backend: run.dataset.backend }, run);
+    const diff = e.target.closest(".run-diff");
+    if (diff) return startDiff(diff.dataset.id, diff);
+    return null;
   });
 
   $("#scenario-file").addEventListener("change", async (e) => {

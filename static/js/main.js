@@ -203,6 +203,16 @@ function showError(error) {
   source.setError(error);
 }
 
+// What recorded the trace: the engine, or real PyTorch ("torch 2.8.0", from the trace's meta).
+function showBackend(info) {
+  const el = $("#run-backend");
+  const backend = info.backend || "engine";
+  el.textContent = info.backend_label || backend;
+  el.className = `backend-badge backend-${backend}`;
+  el.title = backend === "torch" ? "recorded from real PyTorch" : "recorded from the engine";
+  el.hidden = false;
+}
+
 function showStatus(status, text) {
   const el = $("#run-status");
   el.className = `status status-${status}`;
@@ -282,6 +292,7 @@ async function start() {
   $("#run-title").textContent = run.title || run.filename || `run ${runId}`;
   document.title = `${run.title || run.filename || "run"} · Autograd Lens`;
   $("#run-file").textContent = run.filename || "";
+  showBackend(run);
   $("#run-trace").href = `/api/runs/${encodeURIComponent(runId)}/trace.json`;
   showStatus(run.status, run.status);
 

@@ -1,19 +1,26 @@
-"""``autograd-lens`` (``app/cli.py``): trace, dot, scenarios, serve, exit codes and progress."""
+"""``autograd-lens`` (``app/cli.py``): trace, dot, diff, scenarios, serve, backends, exit codes and
+progress."""
 
 from __future__ import annotations
 
+import argparse
+import importlib.util
 import io
 import json
 import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
+from typing import Any
 
 import pytest
 
-from app.cli import Progress, main
-from app.runner import PROJECT_ROOT, list_scenarios
+import app.cli
+from app.cli import Progress, build_parser, main
+from app.runner import PROJECT_ROOT, RunResult, list_scenarios, run_scenario
 
 
 def test_scenarios_lists_every_id_with_its_title(capsys: pytest.CaptureFixture[str]) -> None:
@@ -141,3 +148,103 @@ def test_module_entry_point() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert "single_checkpoint" in done.stdout
+
+
+# --- backends and diff ---------------------------------------------------------------------------
+
+
+def test_torch_is_refused_for_untrusted_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["trace", "single_checkpoint", "--untrusted", "--backend", "torch"]) == 2
+    assert "--backend torch runs trusted local code only" in capsys.readouterr().err
+
+
+def test_torch_missing_is_a_clear_usage_error(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "torch" else real(name, *a)
+    )
+    for argv in (["trace", "single_checkpoint", "--backend", "torch"], ["diff", "single_checkpoint"]):
+        assert main(argv) == 2
+        assert "--backend torch needs PyTorch: pip install torch==2.8.0" in capsys.readouterr().err
+
+
+def test_the_help_says_torch_is_for_trusted_code() -> None:
+    for command in ("trace", "dot", "diff"):
+        assert "trusted local code only" in " ".join(cli_help(command).split()), command
+
+
+def cli_help(command: str) -> str:
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    help_text: str = sub.choices[command].format_help()
+    return help_text
+
+
+def test_trace_on_torch(tmp_path: Path, torch_oracle: ModuleType) -> None:
+    out = tmp_path / "trace.json"
+    assert main(["trace", "single_checkpoint", "--backend", "torch", "-o", str(out), "-q"]) == 0
+    doc = json.loads(out.read_text())
+    assert doc["meta"]["backend"].startswith("torch")
+    assert [e["kind"] for e in doc["events"] if e["kind"] in ("pack", "early_stop")] == [
+        "pack",
+        "pack",
+        "early_stop",
+    ]
+
+
+def test_diff_of_identical_traces_exits_0(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], torch_oracle: ModuleType
+) -> None:
+    out = tmp_path / "diff.json"
+    assert main(["diff", "single_checkpoint", "-o", str(out)]) == 0
+    assert capsys.readouterr().out == "checkpoint events identical: 24 events; gradients equal (1 tensor)\n"
+    doc = json.loads(out.read_text())
+    assert doc["equal"] and doc["checkpoint_equal"] and doc["grads"]["equal"]
+    assert (doc["a_label"], doc["b_label"], doc["scenario"]) == ("engine", "torch", "single_checkpoint")
+    assert main(["diff", "single_checkpoint", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["rows"] == doc["rows"]
+
+
+def engine_twice(*, changed_shape: bool) -> Callable[..., RunResult]:
+    """``run_scenario`` with the engine behind both backends, the second's second pack changed:
+    the diff's verdicts without needing torch."""
+
+    def fake(path: Path, *, backend: str = "engine", **kwargs: Any) -> RunResult:
+        result = run_scenario(path, **kwargs)
+        if backend == "torch" and result.trace is not None:
+            result.extra["grads"] = {k: [g + 1.0 for g in v] for k, v in result.extra["grads"].items()}
+            if changed_shape:
+                pack = [e for e in result.trace["events"] if e["kind"] == "pack"][1]
+                pack["shape"] = [4]
+        return result
+
+    return fake
+
+
+def test_diff_prints_the_divergence_and_the_grads_and_exits_1(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(app.cli, "run_scenario", engine_twice(changed_shape=True))
+    assert main(["diff", "single_checkpoint", "-q"]) == 1
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert lines[0].startswith("checkpoint events diverge at row ")
+    assert "pack differs in shape" in lines[0] and lines[0].endswith("; gradients differ")
+    marked = next(line for line in lines if line.startswith(">"))
+    assert "pack f#0[1] [3]" in marked and "pack f#0[1] [4]" in marked and "(shape)" in marked
+    assert lines[-2:] == ["gradients:", "  x: max abs difference 1 (rtol=1e-05, atol=1e-06)"]
+
+
+def test_diff_with_equal_events_but_different_grads_exits_1(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(app.cli, "run_scenario", engine_twice(changed_shape=False))
+    assert main(["diff", "single_checkpoint", "-q"]) == 1
+    assert capsys.readouterr().out.startswith("checkpoint events identical: 24 events; gradients differ\n")
+
+
+def test_diff_of_an_unknown_scenario_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["diff", "no_such_thing"]) == 2
+    assert "no_such_thing" in capsys.readouterr().err

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -73,36 +73,54 @@ class FrameSaves:
         )
 
 
-def frame_saves(doc: dict[str, Any]) -> dict[int, FrameSaves]:
-    """Per frame (by id, which counts frames in creation order), its saved-tensor traffic."""
+def frame_saves(doc: dict[str, Any], as_213: bool = False) -> dict[int, FrameSaves]:
+    """Per frame (by id, which counts frames in creation order), its saved-tensor traffic.
+
+    ``as_213``, for a 2.8 trace (the engine's): what 2.13 does instead, where 2.8 saves an empty
+    dummy with every nested checkpoint's inputs (reference §1.1-1.2, §2.1). The dummies' packs,
+    rpacks and unpacks go, and early stop waits for that many fewer holders. The unpack of a
+    dummy is the one that starts the parent's recomputation in 2.8 (the input saver unpacks the
+    dummy first); in 2.13 the first input's unpack does, so that unpack takes the dummy's place.
+    """
     frames: dict[int, FrameSaves] = defaultdict(lambda: FrameSaves([], []))
     holder_shape: dict[int, list[int]] = {}
+    dummies: Counter[int] = Counter()  # per frame, the holders of dummies
+    # (frame, node) of the input saver whose dummy was just unpacked -> where in the frame's
+    # saves its first input's unpack goes
+    took_place: dict[tuple[int, int], int] = {}
     for e in doc["events"]:
         kind = e["kind"]
         if kind == "frame_new":
             frames[e["frame"]]  # a frame that saves nothing still counts
-        elif kind in ("pack", "rpack"):
+            continue
+        if kind not in ("pack", "rpack", "unpack", "early_stop") or e.get("frame") is None:
+            continue
+        frame = frames[e["frame"]]
+        if kind == "early_stop":
+            d = dummies[e["frame"]] if as_213 else 0
+            frame.early_stops.append((e["count"] - d, e["total"] - d))
+            continue
+        if kind == "pack":
+            holder_shape[e["holder"]] = e["shape"]
+        shape = e["shape"] if kind != "unpack" else holder_shape[e["holder"]]
+        if as_213 and shape == DUMMY_SHAPE:
             if kind == "pack":
-                holder_shape[e["holder"]] = e["shape"]
-            frames[e["frame"]].saves.append((kind, e["shape"]))
-        elif kind == "unpack" and e.get("frame") is not None:
-            frames[e["frame"]].saves.append((kind, holder_shape[e["holder"]]))
-        elif kind == "early_stop":
-            frames[e["frame"]].early_stops.append((e["count"], e["total"]))
+                dummies[e["frame"]] += 1
+            elif kind == "unpack":
+                took_place[e["frame"], e["node"]] = len(frame.saves)
+            continue
+        at = took_place.pop((e["frame"], e.get("node")), None) if kind == "unpack" else None
+        frame.saves.insert(len(frame.saves) if at is None else at, (kind, shape))
     return dict(frames)
 
 
-def without_dummies(frames: dict[int, FrameSaves]) -> dict[int, FrameSaves]:
-    """What 2.13 does where 2.8 saves a dummy with every nested checkpoint's inputs (reference
-    §1.1-1.2): the same traffic without the dummies, and early stops that many holders sooner."""
-    out = {}
-    for frame, fs in frames.items():
-        dummies = fs.count("pack", dummies=True)
-        out[frame] = FrameSaves(
-            [(k, shape) for k, shape in fs.saves if shape != DUMMY_SHAPE],
-            [(count - dummies, total - dummies) for count, total in fs.early_stops],
-        )
-    return out
+def printed(run: BackendRun) -> list[str]:
+    """The lines the scenario printed. The entry point sends them to stderr (stdout may be the
+    trace), between its own lines, which start with ``torch_backend:``; a trace's stdout marks,
+    when it has some, are the same text."""
+    if run.doc is not None and stdout_lines(run.doc):
+        return [line for label in stdout_lines(run.doc) for line in label.splitlines()]
+    return [line for line in run.stderr.splitlines() if not line.startswith("torch_backend:")]
 
 
 def stdout_lines(doc: dict[str, Any]) -> list[str]:

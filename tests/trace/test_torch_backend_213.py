@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import functools
 import sys
+from collections import Counter
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,16 +21,15 @@ import pytest
 
 from app.runner import RunResult, list_scenarios, run_scenario
 from tests.conftest import TORCH213_VERSION
-from tests.trace._check import validate
+from tests.trace._check import _check_ids, _check_live_memory, validate
 from tests.trace._torch213 import (
     DUMMY_SHAPE,
     BackendRun,
     FrameSaves,
     frame_saves,
+    printed,
     run_backend,
     run_python,
-    stdout_lines,
-    without_dummies,
 )
 
 SCENARIOS = {s.id: s.path for s in list_scenarios()}
@@ -45,6 +46,18 @@ def engine_doc(scenario: str) -> dict[str, Any]:
     doc = engine_run(scenario).trace
     assert doc is not None
     return doc
+
+
+def check_document(doc: dict[str, Any]) -> None:
+    """What ``tests.trace._check.check`` checks of an engine trace, for a document read from JSON:
+    the schema, and the invariants it cannot express."""
+    validate(doc)
+    events = doc["events"]
+    assert [e["seq"] for e in events] == list(range(len(events)))
+    assert doc["meta"]["n_events"] == len(events)
+    _check_ids(events)
+    _check_live_memory(events)
+    assert [e["t_ns"] for e in events] == sorted(e["t_ns"] for e in events)
 
 
 @pytest.fixture(scope="session")
@@ -84,21 +97,20 @@ def test_scenario_trace(scenario: str, backend_213: Runner) -> None:
     # that raises in one version only (§2.6).
     assert run.returncode == (0 if mine.ok else 1), run.stderr
     assert run.doc is not None, run.stderr
-    validate(run.doc)
+    check_document(run.doc)
     meta = run.doc["meta"]
     assert meta["backend"] == f"torch {TORCH213_VERSION}"
-    assert [e["seq"] for e in run.doc["events"]] == list(range(len(run.doc["events"])))
-    assert meta["n_events"] == len(run.doc["events"])
     assert (meta.get("error") is None) == mine.ok, meta.get("error")
     if not mine.ok:
         assert mine.error is not None
         assert meta["error"]["type"] == mine.error.type
 
     # Every dummy is gone (§1.1): not in a parent's forward packs, nor its recomputation, nor its
-    # unpacks, nor the holder count early stop waits for (§2.1); all else is 2.8's, frame by frame.
+    # unpacks, nor the holder count early stop waits for, and the first input's unpack starts the
+    # parent's recomputation (§1.2, §2.1); all else is 2.8's, frame by frame, in order.
     theirs = frame_saves(run.doc)
     assert not any(shape == DUMMY_SHAPE for fs in theirs.values() for _, shape in fs.saves)
-    assert theirs == without_dummies(frame_saves(engine_doc(scenario)))
+    assert theirs == frame_saves(engine_doc(scenario), as_213=True)
 
 
 @pytest.mark.torch213
@@ -118,12 +130,25 @@ def test_nested_checkpoint_packs_no_dummy_in_the_parent(backend_213: Runner) -> 
     assert mine[outer].early_stops == [(4, 4)]
     assert table_row(theirs[outer]) == (2, 2, 2)
     assert theirs[outer].early_stops == [(2, 2)]
-    # 2.8 packs [dummy, x] for sub1 then [dummy, h1] for sub2; 2.13 packs x, h1.
-    assert [s for k, s in mine[outer].saves if k == "pack"] == [DUMMY_SHAPE, [2, 3], DUMMY_SHAPE, [2, 3]]
-    assert [s for k, s in theirs[outer].saves if k == "pack"] == [[2, 3], [2, 3]]
-    # In 2.8 the parent's recomputation starts at the unpack of a dummy (§1.2); in 2.13 at an input.
-    assert next(s for k, s in mine[outer].saves if k == "unpack") == DUMMY_SHAPE
-    assert next(s for k, s in theirs[outer].saves if k == "unpack") == [2, 3]
+    # 2.8 packs [dummy, x] for sub1's checkpoint, then [dummy, h1] for sub2's; 2.13 packs x, h1.
+    # The backward reads sub2's inputs first: in 2.8 the dummy's unpack starts the outer
+    # recomputation (§1.2), which stops early at h1's rpack, and h1's unpack follows; in 2.13 h1's
+    # unpack starts it.
+    x = h1 = [2, 3]
+    d = DUMMY_SHAPE
+    assert mine[outer].saves == [
+        *[("pack", d), ("pack", x), ("pack", d), ("pack", h1)],
+        ("unpack", d),
+        *[("rpack", d), ("rpack", x), ("rpack", d), ("rpack", h1)],
+        ("unpack", h1),
+        *[("unpack", d), ("unpack", x)],
+    ]
+    assert theirs[outer].saves == [
+        *[("pack", x), ("pack", h1)],
+        ("unpack", h1),
+        *[("rpack", x), ("rpack", h1)],
+        ("unpack", x),
+    ]
     # Body runs and recomputations are the same: 3 frames in the forward, 2 more in the outer
     # recomputation, 3 recomputations, each ending by early stop.
     for doc in (run.doc, engine_doc("nested_checkpoint")):
@@ -132,24 +157,127 @@ def test_nested_checkpoint_packs_no_dummy_in_the_parent(backend_213: Runner) -> 
         assert kinds.count("recompute_start") == kinds.count("early_stop") == 3
 
 
+# The reference's own nested scenarios (§2.1), written for the engine: "outer(x) =
+# checkpoint(sub2, checkpoint(sub1, x)), sub_i(h) = tanh(h @ W_i + b_i); one backward", and "the
+# same with x.exp() before the inner checkpoints and .sin() after them".
+REFERENCE_NESTED = """
+import engine as torch
+from engine.utils.checkpoint import checkpoint
+
+torch.manual_seed(0)
+x = torch.randn(2, 3, requires_grad=True)
+W1, W2 = torch.randn(3, 3, requires_grad=True), torch.randn(3, 3, requires_grad=True)
+b1, b2 = torch.randn(3, requires_grad=True), torch.randn(3, requires_grad=True)
+
+
+def sub1(h):
+    return torch.tanh(h @ W1 + b1)
+
+
+def sub2(h):
+    return torch.tanh(h @ W2 + b2)
+
+
+def outer(h):
+    return {body}
+
+
+out = checkpoint(outer, x, use_reentrant=False)
+out.sum().backward()
+"""
+NESTED_BODIES = {
+    "plain": "checkpoint(sub2, checkpoint(sub1, h, use_reentrant=False), use_reentrant=False)",
+    "exp_sin": "checkpoint(sub2, checkpoint(sub1, h.exp(), use_reentrant=False), use_reentrant=False).sin()",
+}
+
+
+@dataclass
+class NestedTable:
+    """The rows of the reference's tables, and where the backward first reads the outer frame."""
+
+    outer: tuple[int, int, int]  # outer frame: packs / unpacks / recompute-packs
+    outer_early_stop: list[tuple[int, int]]
+    all_frames: tuple[int, int, int]  # all frames: packs / unpacks / recompute-packs
+    forward_holders: int
+    body_runs: dict[str, int]
+    first_outer_unpack: int  # the index of the outer frame's holder the backward unpacks first
+
+
+def nested_table(doc: dict[str, Any]) -> NestedTable:
+    frames = frame_saves(doc)
+    label = {e["frame"]: e["label"] for e in doc["events"] if e["kind"] == "frame_new"}
+    outer = next(f for f, name in label.items() if name == "outer")
+    o = frames[outer]
+    # Each recomputation ends by early stop, one per frame of the forward.
+    assert (
+        Counter(label[e["frame"]] for e in doc["events"] if e["kind"] == "recompute_start")
+        == Counter(label[e["frame"]] for e in doc["events"] if e["kind"] == "early_stop")
+        == {"outer": 1, "sub1": 1, "sub2": 1}
+    )
+    return NestedTable(
+        outer=(o.count("pack"), o.count("unpack"), o.count("rpack")),
+        outer_early_stop=o.early_stops,
+        all_frames=(
+            sum(fs.count("pack") for fs in frames.values()),
+            sum(fs.count("unpack") for fs in frames.values()),
+            sum(fs.count("rpack") for fs in frames.values()),
+        ),
+        forward_holders=sum(1 for e in doc["events"] if e["kind"] == "pack" and e["phase"] == "forward"),
+        body_runs=dict(Counter(label[e["frame"]] for e in doc["events"] if e["kind"] == "fn_start")),
+        first_outer_unpack=next(
+            e["index"] for e in doc["events"] if e["kind"] == "unpack" and e["frame"] == outer
+        ),
+    )
+
+
+@pytest.mark.torch213
+@pytest.mark.parametrize(
+    ("body", "in_28", "in_213"),
+    [
+        (
+            "plain",
+            NestedTable((4, 4, 4), [(4, 4)], (13, 10, 10), 10, {"outer": 2, "sub1": 3, "sub2": 2}, 2),
+            NestedTable((2, 2, 2), [(2, 2)], (11, 8, 8), 8, {"outer": 2, "sub1": 3, "sub2": 2}, 1),
+        ),
+        (
+            "exp_sin",
+            NestedTable((6, 6, 6), [(6, 6)], (18, 12, 12), 12, {"outer": 2, "sub1": 3, "sub2": 3}, 5),
+            NestedTable((4, 4, 4), [(4, 4)], (16, 10, 10), 10, {"outer": 2, "sub1": 3, "sub2": 3}, 3),
+        ),
+    ],
+)
+def test_reference_nested_tables(
+    body: str, in_28: NestedTable, in_213: NestedTable, torch213_python: Path, tmp_path: Path
+) -> None:
+    """§2.1's tables, row by row: the engine gives the 2.8 column, torch 2.13 the other."""
+    scenario = tmp_path / f"nested_{body}.py"
+    scenario.write_text(REFERENCE_NESTED.format(body=NESTED_BODIES[body]))
+    mine = run_scenario(scenario, trusted=True)
+    assert mine.ok and mine.trace is not None, mine.error
+    run = run_backend(torch213_python, scenario, tmp_path / "trace.json")
+    assert run.returncode == 0 and run.doc is not None, run.stderr
+    assert nested_table(mine.trace) == in_28
+    assert nested_table(run.doc) == in_213
+
+
 @pytest.mark.torch213
 def test_selective_checkpoint_calls_the_policy_in_the_forward_only(backend_213: Runner) -> None:
     """§1.5 / §2.4: 2.8 calls the policy again for every op the recomputation re-runs."""
     run = backend_213("selective_checkpoint")
     assert run.doc is not None, run.stderr
 
-    def calls(doc: dict[str, Any]) -> list[list[str]]:
+    def calls(lines: list[str]) -> list[list[str]]:
         # "policy: <func> <forward|recompute> -> <decision>"
-        return [line.split()[1:] for line in stdout_lines(doc) if line.startswith("policy:")]
+        return [line.split()[1:] for line in lines if line.startswith("policy:")]
 
-    theirs = calls(run.doc)
+    theirs = calls(printed(run))
     assert [(op, when) for op, when, _, _ in theirs] == [
         ("aten.mm.default", "forward"),
         ("aten.tanh.default", "forward"),
         ("aten.mm.default", "forward"),
         ("aten.sin.default", "forward"),
     ]
-    mine = calls(engine_doc("selective_checkpoint"))
+    mine = calls(engine_run("selective_checkpoint").stdout.splitlines())
     assert [when for _, when, _, _ in mine] == ["forward"] * 4 + ["recompute"] * 3
     # The decisions of the forward agree.
     assert (
@@ -170,8 +298,10 @@ def test_inplace_error_names_the_node_by_class(backend_213: Runner) -> None:
     changed."""
     run = backend_213("inplace_error")
     assert run.doc is not None, run.stderr
-    (theirs,) = [line for line in stdout_lines(run.doc) if line.startswith("RuntimeError:")]
-    (mine,) = [line for line in stdout_lines(engine_doc("inplace_error")) if line.startswith("RuntimeError:")]
+    (theirs,) = [line for line in printed(run) if line.startswith("RuntimeError:")]
+    (mine,) = [
+        line for line in engine_run("inplace_error").stdout.splitlines() if line.startswith("RuntimeError:")
+    ]
     assert "which is output 0 of Add, is at version 1" in theirs
     assert theirs.endswith("set_detect_anomaly(True, check_nan=False).")
     assert "which is output 0 of AddBackward0, is at version 1" in mine

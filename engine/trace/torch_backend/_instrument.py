@@ -167,8 +167,8 @@ class Instrumentation:
                 self._trace_frame = weakref.ref(frame)
                 if inst._setting_up and inst._setting_up[-1]() is frame:
                     inst._setting_up.pop()
-                pack: Any = self.pack_hook  # torch's, wrapped below
-                unpack: Any = self.unpack_hook
+                # torch's hooks, wrapped below (getattr: mypy cannot type torch's attributes)
+                pack, unpack = getattr(self, "pack_hook"), getattr(self, "unpack_hook")  # noqa: B009
 
                 def pack_hook(x: Any) -> Any:
                     holder = pack(x)
@@ -198,7 +198,7 @@ class Instrumentation:
             def __init__(self, target_frame_ref: Any, gid: Any) -> None:
                 super().__init__(target_frame_ref, gid)
                 self._trace_frame, self._trace_gid = target_frame_ref, gid
-                pack: Any = self.pack_hook
+                pack = getattr(self, "pack_hook")  # noqa: B009
 
                 def pack_hook(x: Any) -> Any:
                     frame = target_frame_ref()

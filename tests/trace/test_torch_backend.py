@@ -1,0 +1,114 @@
+"""The torch backend (``engine.trace.torch_backend``) against the engine, scenario by scenario.
+
+This is the fidelity test the diff view shows: each bundled scenario, run on real torch 2.8.0
+and on the engine, must give the same checkpoint events (holder deaths may be reordered within
+a run, see ``engine/trace/diff.py``), the same error, and the same gradients (Note [One random
+stream for both backends]).
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from app.runner import ScenarioInfo, list_scenarios, run_scenario
+from engine.trace import torch_backend
+from engine.trace.diff import compare_grads, diff_traces
+from tests.scenarios.test_vs_torch import engine_checkpoint_events
+from tests.trace._check import validate
+
+pytestmark = pytest.mark.oracle
+
+SCENARIOS = list_scenarios()
+# Scenarios that draw random numbers inside torch's own ops (dropout's mask): equal checkpoint
+# events, but not equal values (see the Note in engine/trace/torch_backend/_engine_rng.py).
+TORCH_RNG = {"dropout_rng"}
+
+
+@pytest.mark.parametrize("info", SCENARIOS, ids=[s.id for s in SCENARIOS])
+def test_engine_and_torch_traces_agree(info: ScenarioInfo, torch_oracle: ModuleType) -> None:
+    ours = run_scenario(info.path, trusted=True)
+    theirs = run_scenario(info.path, trusted=True, backend="torch")
+    assert ours.trace is not None and theirs.trace is not None, theirs.error
+    assert theirs.trace["meta"]["backend"] == "torch 2.8.0"
+    assert ours.trace["meta"]["backend"] == "engine"
+    validate(theirs.trace)
+    assert (ours.error and ours.error.type) == (theirs.error and theirs.error.type), theirs.error
+    diff = diff_traces(ours.trace, theirs.trace)
+    assert diff.checkpoint_equal, diff.summary()
+    assert engine_checkpoint_events(ours.trace["events"]) == engine_checkpoint_events(theirs.trace["events"])
+    problems = compare_grads(ours.extra["grads"], theirs.extra["grads"])
+    if info.id in TORCH_RNG:
+        assert set(ours.extra["grads"]) == set(theirs.extra["grads"])
+    else:
+        assert ours.extra["grads"] or not ours.ok, "the scenario ends with no gradient to compare"
+        assert not problems, problems
+
+
+def _checkpoint_internals(torch: ModuleType) -> dict[str, Any]:
+    cp = torch.utils.checkpoint
+    hooks = torch.autograd.graph.saved_tensors_hooks
+    names = ("checkpoint", "_CheckpointFrame", "_checkpoint_hook", "_recomputation_hook", "uuid")
+    state = {n: getattr(cp, n) for n in names}
+    state["_NoopSaveInputs"] = getattr(cp, "_NoopSaveInputs", None)
+    state["enter"], state["exit"] = hooks.__enter__, hooks.__exit__
+    state["backward"], state["grad"] = torch.autograd.backward, torch.autograd.grad
+    state["_str"] = torch._tensor_str._str
+    state["modes"] = torch.overrides._get_current_function_mode_stack()
+    return state
+
+
+def test_patches_are_undone_also_when_the_block_raises(torch_oracle: ModuleType) -> None:
+    torch = torch_oracle
+    before = _checkpoint_internals(torch)
+    with pytest.raises(ZeroDivisionError), torch_backend.record() as tr:
+        x = torch.ones(2, requires_grad=True)
+        torch.utils.checkpoint.checkpoint(torch.sin, x, use_reentrant=False).sum().backward()
+        assert _checkpoint_internals(torch) != before
+        1 / 0  # noqa: B018
+    assert _checkpoint_internals(torch) == before
+    kinds = [e["kind"] for e in tr.events]
+    assert kinds[-1] == "error" and "pack" in kinds and "recompute_start" in kinds
+
+
+def test_a_plain_pytorch_program_is_recorded_with_its_names(torch_oracle: ModuleType) -> None:
+    """What a user's own training step looks like: a model with a checkpointed block."""
+    torch = torch_oracle
+    from torch.utils.checkpoint import checkpoint
+
+    with torch_backend.record() as tr:
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Tanh(), torch.nn.Linear(4, 4))
+        inp = torch.randn(2, 4)
+        out = checkpoint(model, inp, use_reentrant=False)
+        loss = out.pow(2).sum()
+        loss.backward()
+    events = tr.events
+    frames = [e for e in events if e["kind"] == "frame_new"]
+    assert [f["label"] for f in frames] == ["Sequential"]
+    names = {e["name"] for e in events if e["kind"] == "tensor_new"}
+    assert {"inp", "out", "loss", "model.0.weight", "model.2.bias"} <= names
+    packs = [e for e in events if e["kind"] == "pack"]
+    rpacks = [e for e in events if e["kind"] == "rpack"]
+    assert packs and [p["shape"] for p in packs] == [r["shape"] for r in rpacks]
+    assert any(e["kind"] == "grad_accumulate" for e in events)
+    assert events[-1]["mem"]["recomputed"] == 0
+
+
+def test_record_refuses_to_nest_with_an_engine_recording(torch_oracle: ModuleType) -> None:
+    from engine import trace
+
+    with trace.record(), pytest.raises(RuntimeError, match="cannot be nested"), torch_backend.record():
+        pass
+
+
+def test_scenarios_see_torch_through_the_import_shim(torch_oracle: ModuleType) -> None:
+    namespace: dict[str, Any] = {}
+    with torch_backend.engine_is_torch(namespace):
+        code = "import engine as torch\nfrom engine.utils.checkpoint import checkpoint\nfrom engine import trace\n"
+        exec(code, namespace)
+    assert namespace["torch"] is torch_oracle
+    assert namespace["checkpoint"] is torch_oracle.utils.checkpoint.checkpoint
+    assert namespace["trace"].__name__ == "engine.trace"
