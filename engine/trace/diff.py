@@ -35,7 +35,8 @@ mismatches. So:
   (``holder_gc`` and ``frame_gc``, among checkpoint events) is one token, its members' signatures
   sorted: the two traces' runs match when they hold the same holders and frames, in any order
   (the only reordering the contract allows: "the order of holder GC events within a run").
-  Within a matched run, members are paired by signature; a pair whose positions differ is ``reordered``, and still ``same``.
+  Within a matched run, members are paired by signature; a pair whose positions differ is
+  ``reordered``, and still ``same``.
 - Where the matcher finds a replaced block, its events are paired again by kind alone (a second
   ``SequenceMatcher``): a pack whose shape changed is one ``differ`` row, not a gap and an
   extra. What pairs with nothing is ``only_a`` / ``only_b``: a missing event is a gap, found at
