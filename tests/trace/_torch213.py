@@ -64,13 +64,8 @@ class FrameSaves:
     saves: list[tuple[str, list[int]]]
     early_stops: list[tuple[int, int]]  # (count, total)
 
-    def count(self, kind: str, dummies: bool | None = None) -> int:
-        """How many ``kind`` events; only the dummies' (True) or all but them (False)."""
-        return sum(
-            1
-            for k, shape in self.saves
-            if k == kind and (dummies is None or (shape == DUMMY_SHAPE) == dummies)
-        )
+    def count(self, kind: str) -> int:
+        return sum(1 for k, _ in self.saves if k == kind)
 
 
 def frame_saves(doc: dict[str, Any], as_213: bool = False) -> dict[int, FrameSaves]:

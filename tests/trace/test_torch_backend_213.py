@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import sys
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,6 +24,7 @@ from tests.conftest import TORCH213_VERSION
 from tests.trace._check import _check_ids, _check_live_memory, validate
 from tests.trace._torch213 import (
     DUMMY_SHAPE,
+    PROJECT_ROOT,
     BackendRun,
     FrameSaves,
     frame_saves,
@@ -61,7 +62,7 @@ def check_document(doc: dict[str, Any]) -> None:
 
 
 @pytest.fixture(scope="session")
-def backend_213(torch213_python: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runner]:
+def backend_213(torch213_python: Path, tmp_path_factory: pytest.TempPathFactory) -> Runner:
     """The backend's run of a scenario under torch 2.13, once per session (several tests read it)."""
     runs: dict[str, BackendRun] = {}
     out_dir = tmp_path_factory.mktemp("torch213")
@@ -71,7 +72,7 @@ def backend_213(torch213_python: Path, tmp_path_factory: pytest.TempPathFactory)
             runs[scenario] = run_backend(torch213_python, SCENARIOS[scenario], out_dir / f"{scenario}.json")
         return runs[scenario]
 
-    yield run
+    return run
 
 
 @pytest.mark.torch213
@@ -84,7 +85,7 @@ def test_interpreter_has_torch_213_and_imports_the_engine(torch213_python: Path)
     version, engine_file = done.stdout.split()
     assert version.split("+")[0] == TORCH213_VERSION
     # The engine under test is this checkout's, not an installed copy.
-    assert Path(engine_file).resolve() == (Path(__file__).parents[2] / "engine" / "__init__.py").resolve()
+    assert Path(engine_file).resolve() == PROJECT_ROOT / "engine" / "__init__.py"
 
 
 @pytest.mark.torch213
@@ -280,16 +281,8 @@ def test_selective_checkpoint_calls_the_policy_in_the_forward_only(backend_213: 
     mine = calls(engine_run("selective_checkpoint").stdout.splitlines())
     assert [when for _, when, _, _ in mine] == ["forward"] * 4 + ["recompute"] * 3
     # The decisions of the forward agree.
-    assert (
-        [d for *_, d in theirs]
-        == [d for *_, d in mine[:4]]
-        == [
-            "MUST_SAVE",
-            "PREFER_RECOMPUTE",
-            "MUST_SAVE",
-            "PREFER_RECOMPUTE",
-        ]
-    )
+    decisions = ["MUST_SAVE", "PREFER_RECOMPUTE", "MUST_SAVE", "PREFER_RECOMPUTE"]
+    assert [d for *_, d in theirs] == [d for *_, d in mine[:4]] == decisions
 
 
 @pytest.mark.torch213
