@@ -35,7 +35,7 @@ import time
 from pathlib import Path
 from typing import TextIO
 
-from app.runner import RunResult, list_scenarios, resolve_scenario, run_scenario
+from app.runner import BACKENDS, RunResult, list_scenarios, resolve_scenario, run_scenario
 from app.sandbox import Limits
 
 BACKEND_HELP = (
@@ -169,7 +169,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
         print(f"autograd-lens: {e}", file=sys.stderr)
         return 2
     results: dict[str, RunResult] = {}
-    for backend in ("engine", "torch"):
+    for backend in BACKENDS:
         progress = Progress(sys.stderr, sys.stderr.isatty() and not args.quiet)
         try:
             results[backend] = run_scenario(path, trusted=True, on_progress=progress, backend=backend)
@@ -243,7 +243,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument(
             "--wall-seconds", type=float, default=Limits.wall_seconds, help="sandbox wall-clock limit"
         )
-        p.add_argument("--backend", choices=["engine", "torch"], default="engine", help=BACKEND_HELP)
+        p.add_argument("--backend", choices=list(BACKENDS), default="engine", help=BACKEND_HELP)
         p.add_argument("-q", "--quiet", action="store_true", help="no progress, no scenario output")
 
     p_trace = sub.add_parser("trace", help="record a scenario's trace")

@@ -43,8 +43,16 @@ from pathlib import Path
 from typing import Any
 
 from app.config import Settings
-from app.runner import SCENARIOS_DIR, RunResult, ScenarioInfo, display_name, run_scenario, scenario_info
-from app.store import BACKENDS, INTERRUPTED, RunRecord, Store
+from app.runner import (
+    BACKENDS,
+    SCENARIOS_DIR,
+    RunResult,
+    ScenarioInfo,
+    display_name,
+    run_scenario,
+    scenario_info,
+)
+from app.store import INTERRUPTED, RunRecord, Store
 from engine.trace.captions import caption
 from engine.trace.export import to_dot, to_json
 from engine.trace.state import Event, initial_state, step

@@ -41,8 +41,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from app.runner import BACKENDS
+
 SCHEMA_VERSION = 2
-BACKENDS = ("engine", "torch")
 FINISHED = ("done", "error")
 INTERRUPTED = "interrupted by a server restart"
 

@@ -183,6 +183,10 @@ class HolderEntry:
 class RecorderCore:
     """Registries and common fields; see Note [Trace ids and ordering]."""
 
+    # A tensor an event names before its tensor_new: made before recording started (the engine
+    # reports every tensor it makes); the torch backend sees tensors torch made inside first there.
+    unseen_is_pre_existing = True
+
     def __init__(self, events: list[Event], files: dict[str, str]) -> None:
         from engine._C import _tls
         from engine._tensor import Tensor
@@ -388,7 +392,8 @@ class RecorderCore:
 
     # --- tensors --------------------------------------------------------------------------------
 
-    def _register_tensor(self, t: Any) -> TensorEntry:
+    def _new_tensor_entry(self, t: Any) -> TensorEntry:
+        """Registered now, with the ``src``, statement, phase and gid of this moment."""
         entry = TensorEntry()
         entry.key = id(t)
         entry.ref = weakref.ref(t, self._callback("tensor_free", entry))
@@ -396,8 +401,16 @@ class RecorderCore:
         entry.stmt = self.statement(frame)[0]
         entry.phase, entry.gid = self.phase(), self.gid()
         self._tensors[entry.key] = entry
+        return entry
+
+    def _register_tensor(self, t: Any) -> TensorEntry:
+        entry = self._new_tensor_entry(t)
         self._pending.append(entry)
         return entry
+
+    def is_hidden(self, t: Any) -> bool:
+        """Never shown: a Python number wrapped as a tensor (``x * 2.0``)."""
+        return bool(t._wrapped_number)
 
     def flush(self) -> None:
         """Emit the tensor_new of every tensor created since the last event (Note [Trace ids
@@ -408,7 +421,7 @@ class RecorderCore:
                 t = entry.ref() if entry.ref is not None else None
                 if t is None or entry.tid is not None:
                     continue
-                if t._wrapped_number:
+                if self.is_hidden(t):
                     self._forget(entry)
                     continue
                 self._tensor_new(t, entry)
@@ -454,18 +467,12 @@ class RecorderCore:
 
     def tid(self, t: Any) -> int | None:
         """The id of a tensor (None for None and for wrapped Python numbers)."""
-        if t is None or t._wrapped_number:
+        if t is None or self.is_hidden(t):
             return None
         entry = self._tensors.get(id(t))
         if entry is None or entry.ref is None or entry.ref() is not t:
-            entry = TensorEntry()
-            entry.key = id(t)
-            entry.ref = weakref.ref(t, self._callback("tensor_free", entry))
-            frame, entry.src = self.where()
-            entry.stmt = self.statement(frame)[0]
-            entry.phase, entry.gid = self.phase(), self.gid()
-            self._tensors[entry.key] = entry
-            self._tensor_new(t, entry, pre_existing=True)
+            entry = self._new_tensor_entry(t)
+            self._tensor_new(t, entry, pre_existing=self.unseen_is_pre_existing)
         elif entry.tid is None:
             self._tensor_new(t, entry)
         return entry.tid

@@ -309,7 +309,7 @@ class Recorder(RecorderCore):
             "outcome": f["outcome"],
             "holder": holder,
             "tensor": self.tid(x),
-            "shape": list(x._data.shape),
+            "shape": self._shape_fields(x)["shape"],
             "node": node,
             "slot": slot,
             "hook_gid": hook_gid,

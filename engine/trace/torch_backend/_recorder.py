@@ -40,6 +40,7 @@ class TorchRecorder(Recorder):
         self._Module = torch.nn.Module
         # Nodes by their lifelong key (Note [Torch nodes have no identity]).
         self._node_keys: dict[Any, NodeEntry] = {}
+        self._node_by_nid: dict[int, NodeEntry] = {}
         self._node_names: dict[int, str] = {}
         # Node sequence numbers count from the recording's start: a throwaway node reads the
         # thread's counter (torch has no getter for it).
@@ -83,47 +84,19 @@ class TorchRecorder(Recorder):
 
     # --- tensors --------------------------------------------------------------------------------
 
-    def flush(self) -> None:
-        while self._pending:
-            pending, self._pending = self._pending, []
-            for entry in pending:
-                t = entry.ref() if entry.ref is not None else None
-                if t is not None and entry.tid is None:
-                    self._tensor_new(t, entry)
+    # A tensor first seen when an event names it was made inside torch (a gradient, the detached
+    # copy a recomputation keeps), not before the recording: it gets a plain tensor_new.
+    unseen_is_pre_existing = False
 
-    def known(self, t: Any) -> bool:
-        entry = self._tensors.get(id(t))
-        return entry is not None and entry.ref is not None and entry.ref() is t
+    def is_hidden(self, t: Any) -> bool:
+        return not isinstance(t, self._Tensor)  # torch wraps no Python numbers as tensors
 
     def register(self, t: Any) -> None:
         """An op's output: its tensor_new comes before the next event (it may be known already:
         a saved output is seen by the pack hook while the op runs)."""
-        if not self.known(t):
-            self._register_tensor(t)
-
-    def tid(self, t: Any) -> int | None:
-        """The id of a tensor; one first seen here (made inside torch: a gradient, the detached
-        copy a recomputation keeps) gets its tensor_new on the spot."""
-        if t is None or not isinstance(t, self._Tensor):
-            return None
         entry = self._tensors.get(id(t))
         if entry is None or entry.ref is None or entry.ref() is not t:
-            entry = TensorEntry()
-            entry.key = id(t)
-            entry.ref = self._weak(t, entry)
-            frame, entry.src = self.where()
-            entry.stmt = self.statement(frame)[0]
-            entry.phase, entry.gid = self.phase(), self.gid()
-            self._tensors[entry.key] = entry
-            self._tensor_new(t, entry)
-        elif entry.tid is None:
-            self._tensor_new(t, entry)
-        return entry.tid
-
-    def _weak(self, t: Any, entry: TensorEntry) -> Any:
-        import weakref
-
-        return weakref.ref(t, self._callback("tensor_free", entry))
+            self._register_tensor(t)
 
     def storage_of(self, t: Any) -> tuple[int, int]:
         storage = t.untyped_storage()
@@ -185,6 +158,7 @@ class TorchRecorder(Recorder):
         entry = NodeEntry(self._n_nodes, 0)
         self._n_nodes += 1
         self._node_keys[self.node_key(node)] = entry
+        self._node_by_nid[entry.nid] = entry
         seq_nr = node._sequence_nr()
         fields: dict[str, Any] = {
             "node": entry.nid,
@@ -212,7 +186,7 @@ class TorchRecorder(Recorder):
     def _k_t_saved(self, f: dict[str, Any]) -> None:
         """What a node made outside checkpoint hooks saved (read back from its ``_saved_*``)."""
         nid: int = f["nid"]
-        entry = next((e for e in self._node_keys.values() if e.nid == nid), None)
+        entry = self._node_by_nid.get(nid)
         if entry is None:
             return
         entry.was_saved = True
@@ -235,7 +209,7 @@ class TorchRecorder(Recorder):
             self.append("saved", fields)
 
     def _k_t_saved_release(self, f: dict[str, Any]) -> None:
-        entry = next((e for e in self._node_keys.values() if e.nid == f["nid"]), None)
+        entry = self._node_by_nid.get(f["nid"])
         if entry is not None and entry.was_saved:
             self._drop_saved(entry)
             self.append("saved_release", {"node": entry.nid})
@@ -291,30 +265,6 @@ class TorchRecorder(Recorder):
         if isinstance(v, bool | int) or (isinstance(v, float) and math.isfinite(v)):
             return {"scalar": v}
         return None if v is None else {"scalar": repr(v)}
-
-    def _k_rpack(self, f: dict[str, Any]) -> None:
-        x = f["tensor"]
-        hook_gid = self.hook_gid(f["gid"])
-        holder = None
-        if f["outcome"] == "keep":
-            h = self.holder_entry(f["holder"], f["frame"])
-            holder = h.hid
-            skey, nbytes = self.storage_of(x)
-            if h.recomputed.get(hook_gid) is None:
-                h.recomputed[hook_gid] = skey
-                self.recomputed.add(skey, nbytes)
-        fields = {
-            "frame": self.fid(f["frame"]),
-            "index": f["index"],
-            "outcome": f["outcome"],
-            "holder": holder,
-            "tensor": self.tid(x),
-            "shape": list(x.shape),
-            "node": None,
-            "slot": None,
-            "hook_gid": hook_gid,
-        }
-        self.append("rpack", fields)
 
 
 __all__ = ["ACCUMULATE_GRAD", "TorchRecorder"]
