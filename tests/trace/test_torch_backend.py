@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from app.runner import ScenarioInfo, list_scenarios, run_scenario
+from app.runner import SCENARIOS_DIR, ScenarioInfo, list_scenarios, run_scenario
 from engine.trace import torch_backend
 from engine.trace.diff import compare_grads, diff_traces
 from tests.scenarios.test_vs_torch import engine_checkpoint_events
@@ -22,9 +22,6 @@ from tests.trace._check import validate
 pytestmark = pytest.mark.oracle
 
 SCENARIOS = list_scenarios()
-# Scenarios that draw random numbers inside torch's own ops (dropout's mask): equal checkpoint
-# events, but not equal values (see the Note in engine/trace/torch_backend/_engine_rng.py).
-TORCH_RNG = {"dropout_rng"}
 
 
 @pytest.mark.parametrize("info", SCENARIOS, ids=[s.id for s in SCENARIOS])
@@ -40,11 +37,8 @@ def test_engine_and_torch_traces_agree(info: ScenarioInfo, torch_oracle: ModuleT
     assert diff.checkpoint_equal, diff.summary()
     assert engine_checkpoint_events(ours.trace["events"]) == engine_checkpoint_events(theirs.trace["events"])
     problems = compare_grads(ours.extra["grads"], theirs.extra["grads"])
-    if info.id in TORCH_RNG:
-        assert set(ours.extra["grads"]) == set(theirs.extra["grads"])
-    else:
-        assert ours.extra["grads"] or not ours.ok, "the scenario ends with no gradient to compare"
-        assert not problems, problems
+    assert ours.extra["grads"] or not ours.ok, "the scenario ends with no gradient to compare"
+    assert not problems, problems
 
 
 def _checkpoint_internals(torch: ModuleType) -> dict[str, Any]:
@@ -112,3 +106,29 @@ def test_scenarios_see_torch_through_the_import_shim(torch_oracle: ModuleType) -
     assert namespace["torch"] is torch_oracle
     assert namespace["checkpoint"] is torch_oracle.utils.checkpoint.checkpoint
     assert namespace["trace"].__name__ == "engine.trace"
+
+
+def test_dropout_masks_come_from_the_engine_stream(torch_oracle: ModuleType) -> None:
+    # dropout_rng prints whether checkpointed gradients equal the reference: True with
+    # preserve_rng_state, False without. On torch that only holds if checkpoint's RNG stash and
+    # restore carry the engine's stream too (Note [One random stream for both backends]).
+    ours = run_scenario(SCENARIOS_DIR / "dropout_rng.py", trusted=True)
+    theirs = run_scenario(SCENARIOS_DIR / "dropout_rng.py", trusted=True, backend="torch")
+    assert theirs.stdout == ours.stdout
+    assert "preserve_rng_state = False -> gradients equal the reference: False" in theirs.stdout
+    assert not compare_grads(ours.extra["grads"], theirs.extra["grads"])
+
+
+def test_engine_rng_is_undone(torch_oracle: ModuleType) -> None:
+    from engine.trace.torch_backend import engine_rng
+
+    before = (torch_oracle.get_rng_state, torch_oracle.random.set_rng_state, torch_oracle.randn)
+    with engine_rng():
+        assert torch_oracle.get_rng_state is not before[0]
+        state = torch_oracle.get_rng_state()
+        first = torch_oracle.nn.functional.dropout(torch_oracle.ones(64), 0.5)
+        torch_oracle.set_rng_state(state)
+        again = torch_oracle.nn.functional.dropout(torch_oracle.ones(64), 0.5)
+        assert torch_oracle.equal(first, again)
+    assert (torch_oracle.get_rng_state, torch_oracle.random.set_rng_state, torch_oracle.randn) == before
+    assert not torch_oracle.utils._python_dispatch._get_current_dispatch_mode_stack()
