@@ -25,7 +25,7 @@ from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.config import Settings
-from app.routes import api, diff, pages, stream
+from app.routes import api, diff, pages, stream, traces
 from app.runs import RunManager
 
 log = logging.getLogger("autograd_lens")
@@ -54,10 +54,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
     app.state.runs = manager
     app.state.templates = Jinja2Templates(directory=str(settings.templates_dir))
-    app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
+    app.add_middleware(
+        BodySizeLimit,
+        max_bytes=settings.max_body_bytes,
+        per_path={"/api/traces": settings.max_trace_bytes},
+    )
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(Exception, _internal_error)
     app.include_router(api.router)
+    app.include_router(traces.router)
     app.include_router(stream.router)
     app.include_router(diff.router)
     app.include_router(pages.router)
@@ -88,24 +93,27 @@ async def _internal_error(_: Request, exc: Exception) -> JSONResponse:
 
 
 class BodySizeLimit:
-    """Refuse request bodies over ``max_bytes`` with 413 before they are read into memory: by
-    ``Content-Length`` at once, or while reading a body sent without one (chunked)."""
+    """Refuse request bodies over ``max_bytes`` (``per_path``: another limit for a path) with 413
+    before they are read into memory: by ``Content-Length`` at once, or while reading a body sent
+    without one (chunked)."""
 
-    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+    def __init__(self, app: ASGIApp, max_bytes: int, per_path: dict[str, int] | None = None) -> None:
         self.app = app
         self.max_bytes = max_bytes
+        self.per_path = per_path or {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["method"] in ("GET", "HEAD", "OPTIONS"):
             await self.app(scope, receive, send)
             return
+        limit = self.per_path.get(scope["path"], self.max_bytes)
         length = Headers(scope=scope).get("content-length")
         if length is not None:
             if not length.isdigit():
                 await _reply(scope, receive, send, 400, "the Content-Length header is not a number")
                 return
-            if int(length) > self.max_bytes:
-                await self._too_large(scope, receive, send)
+            if int(length) > limit:
+                await _reply(scope, receive, send, 413, _too_large(limit))
                 return
         chunks: list[bytes] = []
         size = 0
@@ -116,8 +124,8 @@ class BodySizeLimit:
                 return  # nobody is left to answer
             chunk = message.get("body", b"")
             size += len(chunk)
-            if size > self.max_bytes:
-                await self._too_large(scope, receive, send)
+            if size > limit:
+                await _reply(scope, receive, send, 413, _too_large(limit))
                 return
             chunks.append(chunk)
             more = message.get("more_body", False)
@@ -133,9 +141,9 @@ class BodySizeLimit:
 
         await self.app(scope, replay, send)
 
-    async def _too_large(self, scope: Scope, receive: Receive, send: Send) -> None:
-        detail = f"the request body is larger than {self.max_bytes} bytes"
-        await _reply(scope, receive, send, 413, detail)
+
+def _too_large(limit: int) -> str:
+    return f"the request body is larger than {limit} bytes"
 
 
 async def _reply(scope: Scope, receive: Receive, send: Send, status: int, detail: str) -> None:

@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from app.config import Settings
+from app.imported import describe, imported_result
 from app.runner import (
     BACKENDS,
     SCENARIOS_DIR,
@@ -260,6 +261,7 @@ class _Job:
     path: Path | None  # a bundled scenario (trusted)
     text: str  # the scenario's text (what an untrusted run executes)
     filename: str
+    trace: dict[str, Any] | None = None  # an imported trace: nothing runs (app/imported.py)
 
 
 class RunManager:
@@ -328,6 +330,20 @@ class RunManager:
         name = clean_filename(filename)
         job = _Job(trusted=False, backend="engine", path=None, text=source, filename=name)
         return self._create(job, scenario=None, title=docstring_title(source) or name)
+
+    def create_imported(self, doc: dict[str, Any]) -> RunRecord:
+        """A run of a trace document checked by ``app.imported.read_trace``: nothing executes, its
+        events are annotated and stored like a run's (Note [Opening a trace file])."""
+        info = describe(doc)
+        job = _Job(
+            trusted=False,
+            backend=info.backend,
+            path=None,
+            text=info.source,
+            filename=info.filename,
+            trace=doc,
+        )
+        return self._create(job, scenario=None, title=docstring_title(info.source) or info.name)
 
     def _create(self, job: _Job, *, scenario: str | None, title: str) -> RunRecord:
         self.start()
@@ -415,6 +431,8 @@ class RunManager:
             self.store.set_progress(run_id, n)
             self.notify(run_id)
 
+        if job.trace is not None:
+            return imported_result(job.trace)
         limits = self.settings.limits
         if job.trusted:
             assert job.path is not None

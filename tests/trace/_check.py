@@ -11,58 +11,7 @@ from typing import Any
 import jsonschema
 
 from engine import trace
-
-# Which id each kind introduces, and the fields of each kind that refer to ids of that sort.
-INTRODUCES = {"tensor_new": "tensor", "node_new": "node", "frame_new": "frame", "pack": "holder"}
-REFERS: dict[str, dict[str, str]] = {
-    "tensor": {
-        "tensor_free": "tensor",
-        "saved": "tensor",
-        "grad_accumulate": "tensor",
-        "version_bump": "tensor",
-        "pack": "tensor",
-        "rpack": "tensor",
-        "recomputed_take": "tensor",
-    },
-    "node": {
-        "node_free": "node",
-        "saved": "node",
-        "saved_release": "node",
-        "node_exec": "node",
-        "node_exec_end": "node",
-        "pack": "node",
-        "unpack": "node",
-        "inputs_saved": "node",
-        "op": "node",
-        "tensor_new": "node",
-    },
-    "frame": {
-        "frame_gc": "frame",
-        "fn_start": "frame",
-        "fn_end": "frame",
-        "inputs_saved": "frame",
-        "pack": "frame",
-        "unpack": "frame",
-        "recompute_start": "frame",
-        "rpack": "frame",
-        "early_stop": "frame",
-        "recompute_end": "frame",
-        "recomputed_take": "frame",
-        "holder_gc": "frame",
-        "checkpoint_error": "frame",
-        "hooks_push": "frame",
-        "hooks_pop": "frame",
-        "node_new": "frame",
-        "frame_new": "parent",
-    },
-    "holder": {
-        "unpack": "holder",
-        "recomputed_take": "holder",
-        "holder_gc": "holder",
-        "saved": "holder",
-        "rpack": "holder",
-    },
-}
+from engine.trace.validate import check_event_ids
 
 
 @functools.cache
@@ -112,43 +61,20 @@ def check(tr: trace.Trace, whole: bool = False) -> dict[str, Any]:
     events = doc["events"]
     assert [e["seq"] for e in events] == list(range(len(events)))
     assert doc["meta"]["n_events"] == len(events)
-    _check_ids(events)
-    _check_live_memory(events)
+    check_invariants(events)
     t = [e["t_ns"] for e in events]
     assert t == sorted(t)
     return doc
 
 
-def _check_ids(events: list[dict[str, Any]]) -> None:
-    seen: dict[str, int] = dict.fromkeys(INTRODUCES.values(), 0)
-    alive: dict[str, set[int]] = {k: set() for k in seen}
-    gids: list[int] = []
-    for e in events:
-        sort = INTRODUCES.get(e["kind"])
-        if sort is not None:
-            # New ids count up from 0 in emission order.
-            assert e[sort] == seen[sort], e
-            seen[sort] += 1
-            alive[sort].add(e[sort])
-        for ref_sort, fields in REFERS.items():
-            field = fields.get(e["kind"])
-            if field is not None and e.get(field) is not None:
-                assert e[field] < seen[ref_sort], f"{e['kind']} refers to unknown {ref_sort} {e[field]}"
-        if e["kind"] == "node_new":
-            assert all(n is None or n < e["node"] for n, _ in e["next"]), e
-        if e["kind"] in ("tensor_free", "node_free", "frame_gc", "holder_gc"):
-            sort = {"tensor_free": "tensor", "node_free": "node", "frame_gc": "frame", "holder_gc": "holder"}[
-                e["kind"]
-            ]
-            assert e[sort] in alive[sort], f"{e['kind']} of {e[sort]}, not alive"
-            alive[sort].remove(e[sort])
-        if e["gid"] is not None and e["gid"] not in gids:
-            # Graph-task ids are numbered in order of appearance.
-            assert e["gid"] == len(gids), e
-            gids.append(e["gid"])
+def check_invariants(events: list[dict[str, Any]]) -> None:
+    """What a schema cannot say (engine/trace/validate.py, Note [Checking a trace document]), and
+    memory replayed from the events equal to ``mem``."""
+    check_event_ids(events)
+    check_live_memory(events)
 
 
-def _check_live_memory(events: list[dict[str, Any]]) -> None:
+def check_live_memory(events: list[dict[str, Any]]) -> None:
     """``mem.live`` is the bytes of the distinct storages of the tensors alive."""
     storages: dict[int, list[int]] = {}  # storage -> [tensors alive, bytes]
     tensor_storage: dict[int, int] = {}

@@ -21,7 +21,7 @@ import pytest
 
 from app.runner import RunResult, list_scenarios, run_scenario
 from tests.conftest import TORCH213_VERSION
-from tests.trace._check import _check_ids, _check_live_memory, validate
+from tests.trace._check import check_invariants, validate
 from tests.trace._torch213 import (
     DUMMY_SHAPE,
     PROJECT_ROOT,
@@ -56,8 +56,7 @@ def check_document(doc: dict[str, Any]) -> None:
     events = doc["events"]
     assert [e["seq"] for e in events] == list(range(len(events)))
     assert doc["meta"]["n_events"] == len(events)
-    _check_ids(events)
-    _check_live_memory(events)
+    check_invariants(events)
     assert [e["t_ns"] for e in events] == sorted(e["t_ns"] for e in events)
 
 
