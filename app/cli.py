@@ -2,7 +2,8 @@
 
     autograd-lens scenarios                         list the bundled scenarios
     autograd-lens trace SCENARIO [-o trace.json] [--format json|chrome] [--backend engine|torch]
-                                 [--untrusted]
+                                 [--untrusted] [--open [--server URL] [--no-browser]]
+    autograd-lens open TRACE.json [--server URL] [--no-browser]   step through it in the viewer
     autograd-lens dot SCENARIO -o graph.dot|graph.svg [--backend engine|torch] [--untrusted]
     autograd-lens diff SCENARIO [-o diff.json] [--json]   engine vs torch, side by side
     autograd-lens serve [--host H] [--port P]       the web app
@@ -15,23 +16,35 @@ script of your own that does ``import torch``. Trusted local code only: the sand
 engine alone. The scenario's printed output goes to stderr, with a progress indicator (the number
 of events recorded) while a long run goes on.
 
+``open`` sends a trace file to a running web app (``make run``; ``--server``, default
+``$AUTOGRAD_LENS_URL`` or http://127.0.0.1:8000) and prints the viewer's address: the way to
+step through the trace of your own PyTorch script (``trace my_script.py --backend torch -o
+t.json``, then ``open t.json``; or ``trace ... --open`` at once). Nothing runs on the server.
+
 ``diff`` runs the scenario on both backends and aligns the traces (docs/diff.md): it prints the
 checkpoint events around the first divergence side by side and compares the final gradients.
 
 Exit codes: 0 success (``diff``: checkpoint events identical and gradients equal), 1 the scenario
 failed (the trace, up to the error, is still written; ``diff``: the traces or gradients differ),
-2 bad usage (unknown scenario, unknown format, torch missing or with ``--untrusted``, the web app).
+2 bad usage (unknown scenario, unknown format, torch missing or with ``--untrusted``, the web app;
+``open``: no such file, no server answering). ``open`` exits 1 when the server refuses the trace.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib.util
+import ipaddress
 import json
+import os
 import shutil
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.parse
+import urllib.request
+import webbrowser
 from pathlib import Path
 from typing import TextIO
 
@@ -42,6 +55,8 @@ BACKEND_HELP = (
     "what records the trace: the engine (default), or real PyTorch (torch: trusted local code only; "
     "the file may `import engine as torch` or `import torch` itself)"
 )
+
+SERVER_HELP = "the web app (default: $AUTOGRAD_LENS_URL, or http://127.0.0.1:8000 where `make run` serves)"
 
 
 class Progress:
@@ -113,17 +128,110 @@ def _write(text: str, output: str | None) -> None:
 def cmd_trace(args: argparse.Namespace) -> int:
     from engine.trace.export import to_chrome, to_json
 
+    if args.open and args.format != "json":
+        print(
+            "autograd-lens: --open sends the json format to the viewer, not --format chrome", file=sys.stderr
+        )
+        return 2
     result = _run(args)
     if isinstance(result, int):
         return result
     if result.trace is None:
         return 1
     text = to_chrome(result.trace) if args.format == "chrome" else to_json(result.trace, indent=args.indent)
-    _write(text, args.output)
+    if args.output or not args.open:  # with --open alone, the trace goes to the viewer only
+        _write(text, args.output)
     if args.output and args.output != "-" and not args.quiet:
         n = len(result.trace.get("events", []))
         print(f"wrote {n} events to {args.output} ({args.format})", file=sys.stderr)
+    if args.open and (code := open_in_viewer(text.encode(), args.server, browser=not args.no_browser)) != 0:
+        return code
     return 0 if result.ok else 1
+
+
+# --- the viewer of a running web app -------------------------------------------------------------
+
+
+def default_server() -> str:
+    """``$AUTOGRAD_LENS_URL``, else where ``make run`` serves (``$AUTOGRAD_LENS_HOST``/``_PORT``)."""
+    if url := os.environ.get("AUTOGRAD_LENS_URL", "").strip():
+        return url
+    host = os.environ.get("AUTOGRAD_LENS_HOST", "").strip() or "127.0.0.1"
+    if host in ("0.0.0.0", "::"):  # listening everywhere: reachable here on the loopback
+        host = "127.0.0.1"
+    port = os.environ.get("AUTOGRAD_LENS_PORT", "").strip() or "8000"
+    return f"http://{host}:{port}"
+
+
+def _opener(server: str) -> urllib.request.OpenerDirector:
+    # A proxy from the environment must not swallow requests to this machine's own server.
+    host = urllib.parse.urlsplit(server).hostname or ""
+    try:
+        local = host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        local = False
+    return (
+        urllib.request.build_opener(urllib.request.ProxyHandler({}))
+        if local
+        else urllib.request.build_opener()
+    )
+
+
+def _can_open_a_browser() -> bool:
+    # Without a display, webbrowser falls back to text browsers that would take over the terminal.
+    graphical = sys.platform in ("darwin", "win32") or bool(
+        os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")
+    )
+    return graphical or bool(os.environ.get("BROWSER"))
+
+
+def open_in_viewer(document: bytes, server: str, *, browser: bool) -> int:
+    """POST a trace document to ``server``'s ``/api/traces``; print the viewer's address."""
+    server = server.rstrip("/")
+    if urllib.parse.urlsplit(server).scheme not in ("http", "https"):
+        print(
+            f"autograd-lens: --server must be an http:// or https:// address, not {server!r}", file=sys.stderr
+        )
+        return 2
+    request = urllib.request.Request(
+        f"{server}/api/traces", data=document, headers={"Content-Type": "application/json"}, method="POST"
+    )
+    try:
+        with _opener(server).open(request, timeout=600) as response:
+            created = json.load(response)
+    except urllib.error.HTTPError as e:
+        body = e.read().decode("utf-8", "replace")
+        try:
+            detail = json.loads(body)["detail"]
+        except (ValueError, KeyError, TypeError):
+            detail = body.strip() or e.reason
+        print(f"autograd-lens: the server refused the trace ({e.code}): {detail}", file=sys.stderr)
+        return 1
+    except (urllib.error.URLError, OSError) as e:
+        reason = getattr(e, "reason", e)
+        print(
+            f"autograd-lens: no Autograd Lens server answers at {server} ({reason}); start one with "
+            "`make run` (or `autograd-lens serve`), or give its address with --server URL",
+            file=sys.stderr,
+        )
+        return 2
+    url = f"{server}{created['url']}"
+    print(url)
+    if browser and _can_open_a_browser():
+        webbrowser.open(url)
+    return 0
+
+
+def cmd_open(args: argparse.Namespace) -> int:
+    if args.trace == "-":
+        document = sys.stdin.buffer.read()
+    else:
+        try:
+            document = Path(args.trace).read_bytes()
+        except OSError as e:
+            print(f"autograd-lens: cannot read {args.trace}: {e.strerror or e}", file=sys.stderr)
+            return 2
+    return open_in_viewer(document, args.server, browser=not args.no_browser)
 
 
 def cmd_dot(args: argparse.Namespace) -> int:
@@ -251,7 +359,26 @@ def build_parser() -> argparse.ArgumentParser:
     p_trace.add_argument("-o", "--output", help="output file (default: stdout)")
     p_trace.add_argument("--format", choices=["json", "chrome"], default="json")
     p_trace.add_argument("--indent", type=int, default=None, help="indent the JSON (json format)")
+    p_trace.add_argument(
+        "--open",
+        action="store_true",
+        help="also send the trace to a running web app and print its viewer's address",
+    )
+    p_trace.add_argument("--server", default=default_server(), help=SERVER_HELP)
+    p_trace.add_argument("--no-browser", action="store_true", help="with --open: only print the address")
     p_trace.set_defaults(func=cmd_trace)
+
+    p_open = sub.add_parser(
+        "open",
+        help="step through a trace file in a running web app's viewer",
+        description="Send TRACE (a json trace written by `autograd-lens trace`) to the web app at "
+        "--server and print the address of its viewer; a browser opens it if one can. Nothing runs "
+        "on the server: this is how the trace of your own PyTorch script gets to the viewer.",
+    )
+    p_open.add_argument("trace", metavar="TRACE", help="a trace file (json format), or - for stdin")
+    p_open.add_argument("--server", default=default_server(), help=SERVER_HELP)
+    p_open.add_argument("--no-browser", action="store_true", help="only print the address")
+    p_open.set_defaults(func=cmd_open)
 
     p_dot = sub.add_parser("dot", help="the autograd graph of a scenario, as DOT or SVG")
     run_options(p_dot)
