@@ -1,6 +1,9 @@
-"""A real PyTorch training step with one checkpointed block (for ``--backend torch``).
+"""A real PyTorch training step with one checkpointed block
+
+Traced on real PyTorch, then opened in the viewer of a running web app (make run):
 
     autograd-lens trace docs/examples/torch_train_step.py --backend torch -o step.json
+    autograd-lens open step.json
 
 Plain PyTorch: nothing here knows about Autograd Lens.
 """

@@ -39,6 +39,18 @@ export async function postJSON(url, body) {
   return response.json();
 }
 
+// A file's bytes as the request body (a trace document for POST /api/traces), unparsed: a
+// trace can be tens of megabytes, and the server checks it anyway.
+export async function postFile(url, file) {
+  const response = await fetch(url, {
+    method: "POST",
+    headers: { "Content-Type": "application/json", Accept: "application/json" },
+    body: file,
+  });
+  if (!response.ok) throw await errorOf(response);
+  return response.json();
+}
+
 export function readConfig() {
   const el = document.getElementById("config");
   try {

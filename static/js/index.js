@@ -1,8 +1,10 @@
 // The home page: the bundled scenarios, a local file, or text typed in the editor. Each starts a
 // run (POST /api/runs) and opens its viewer. A bundled scenario can also run on real PyTorch
 // ("torch"), or on both backends at once ("diff": two runs, then the diff page comparing them).
+// A trace file (a user's own PyTorch program, traced locally) opens without running anything
+// (POST /api/traces).
 
-import { getJSON, postJSON, readConfig } from "./api.js";
+import { getJSON, postFile, postJSON, readConfig } from "./api.js";
 import { captionHTML, esc } from "./format.js";
 
 const $ = (sel) => document.querySelector(sel);
@@ -132,6 +134,21 @@ function main() {
     editor.value = text;
     $("#editor-name").value = file.name;
     start({ source: text, filename: file.name }, null);
+  });
+
+  $("#trace-file").addEventListener("change", async (e) => {
+    const file = e.target.files && e.target.files[0];
+    if (!file) return;
+    showError("#trace-error", null);
+    document.body.classList.add("busy");
+    try {
+      const created = await postFile("/api/traces", file);
+      location.assign(created.url);
+    } catch (err) {
+      showError("#trace-error", err);
+      document.body.classList.remove("busy");
+      e.target.value = ""; // choosing the same file again, once fixed, fires "change" again
+    }
   });
 
   $("#editor-form").addEventListener("submit", (e) => {

@@ -155,8 +155,24 @@ def page(browser: Any) -> Iterator[Any]:
         yield page
     finally:
         context.close()
-    # Failed requests the tests provoke on purpose are not page errors: none do so far.
-    assert not errors, "errors in the page:\n" + "\n".join(errors)
+    # A request a test makes fail on purpose (it calls expect_refusal) logs a console error that
+    # is not a page error; anything else is.
+    allowed = getattr(page, "refused_statuses", set())
+    unexpected = [e for e in errors if not any(_refusal(e, status) for status in allowed)]
+    assert not unexpected, "errors in the page:\n" + "\n".join(unexpected)
+
+
+def _refusal(message: str, status: int) -> bool:
+    return (
+        message
+        == f"console.error: Failed to load resource: the server responded with a status of {status} ()"
+        or (message.startswith("console.error: Failed to load resource") and f" {status} " in message)
+    )
+
+
+def expect_refusal(page: Any, status: int) -> None:
+    """The test makes the server refuse a request with ``status`` on purpose (Chromium logs it)."""
+    page.refused_statuses = {*getattr(page, "refused_statuses", set()), status}
 
 
 def screenshot(page: Any, name: str) -> Path:
