@@ -16,6 +16,7 @@ import pytest
 from app.runner import SCENARIOS_DIR, ScenarioInfo, list_scenarios, run_scenario
 from engine.trace import torch_backend
 from engine.trace.diff import compare_grads, diff_traces
+from engine.trace.validate import check_document
 from tests.scenarios.test_vs_torch import engine_checkpoint_events
 from tests.trace._check import validate
 
@@ -32,6 +33,7 @@ def test_engine_and_torch_traces_agree(info: ScenarioInfo, torch_oracle: ModuleT
     assert theirs.trace["meta"]["backend"] == "torch 2.8.0"
     assert ours.trace["meta"]["backend"] == "engine"
     validate(theirs.trace)
+    check_document(theirs.trace)  # what the viewer requires of an imported trace
     assert (ours.error and ours.error.type) == (theirs.error and theirs.error.type), theirs.error
     diff = diff_traces(ours.trace, theirs.trace)
     assert diff.checkpoint_equal, diff.summary()
