@@ -5,7 +5,7 @@
                                  [--untrusted] [--open [--server URL] [--no-browser]]
     autograd-lens open TRACE.json [--server URL] [--no-browser]   step through it in the viewer
     autograd-lens dot SCENARIO -o graph.dot|graph.svg [--backend engine|torch] [--untrusted]
-    autograd-lens diff SCENARIO [-o diff.json] [--json]   engine vs torch, side by side
+    autograd-lens diff SCENARIO [--against TRACE.json] [-o diff.json] [--json]   engine vs torch
     autograd-lens serve [--host H] [--port P]       the web app
 
 SCENARIO is a path to a Python file or the id (file stem) of a bundled scenario. A file runs in
@@ -46,7 +46,7 @@ import urllib.parse
 import urllib.request
 import webbrowser
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from app.runner import BACKENDS, RunResult, list_scenarios, resolve_scenario, run_scenario
 from app.sandbox import Limits
@@ -268,7 +268,10 @@ def cmd_dot(args: argparse.Namespace) -> int:
 def cmd_diff(args: argparse.Namespace) -> int:
     from engine.trace.diff import diff_traces, grads_verdict
 
-    if problem := _torch_problem(untrusted=False):
+    against = _read_against(args.against) if args.against else None
+    if isinstance(against, int):
+        return against
+    if against is None and (problem := _torch_problem(untrusted=False)):
         print(f"autograd-lens: {problem}", file=sys.stderr)
         return 2
     try:
@@ -277,7 +280,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
         print(f"autograd-lens: {e}", file=sys.stderr)
         return 2
     results: dict[str, RunResult] = {}
-    for backend in BACKENDS:
+    for backend in BACKENDS if against is None else ("engine",):
         progress = Progress(sys.stderr, sys.stderr.isatty() and not args.quiet)
         try:
             results[backend] = run_scenario(path, trusted=True, on_progress=progress, backend=backend)
@@ -291,11 +294,20 @@ def cmd_diff(args: argparse.Namespace) -> int:
             # Not a failure of the diff: a scenario may fail on purpose (determinism_error), and
             # then both backends must fail the same way.
             print(f"autograd-lens: the {backend} run ended with {result.error}", file=sys.stderr)
-    engine, torch = results["engine"], results["torch"]
-    assert engine.trace is not None and torch.trace is not None
-    diff = diff_traces(engine.trace, torch.trace)
-    grads = grads_verdict(engine.extra.get("grads"), torch.extra.get("grads"))
-    equal = diff.checkpoint_equal and grads["equal"]
+    engine = results["engine"]
+    assert engine.trace is not None
+    if against is None:
+        torch = results["torch"]
+        assert torch.trace is not None
+        diff = diff_traces(engine.trace, torch.trace)
+        grads = grads_verdict(engine.extra.get("grads"), torch.extra.get("grads"))
+        equal = diff.checkpoint_equal and grads["equal"]
+    else:
+        label = str(against["meta"].get("backend") or "file")
+        diff = diff_traces(engine.trace, against, b_label=label)
+        # A trace file carries no gradients: the verdict is the events'.
+        grads = {"equal": True, "problems": [], "verdict": "gradients not compared (a trace file has none)"}
+        equal = diff.checkpoint_equal
     if args.output or args.json:
         doc = {**diff.to_json(), "grads": grads, "equal": equal, "scenario": str(args.scenario)}
         text = json.dumps(doc, indent=1)
@@ -306,6 +318,22 @@ def cmd_diff(args: argparse.Namespace) -> int:
     if not args.json:
         print(_diff_text(diff.summary(), grads, equal))
     return 0 if equal else 1
+
+
+def _read_against(path: str) -> dict[str, Any] | int:
+    """The trace file of ``diff --against``, checked; or the exit code of a usage error."""
+    from engine.trace.validate import TraceDocumentError, check_document
+
+    try:
+        doc = json.loads(Path(path).read_text(encoding="utf-8"))
+        check_document(doc)
+    except OSError as e:
+        print(f"autograd-lens: cannot read {path}: {e.strerror or e}", file=sys.stderr)
+        return 2
+    except (ValueError, TraceDocumentError) as e:  # JSONDecodeError is a ValueError
+        print(f"autograd-lens: {path} is not a trace: {e}", file=sys.stderr)
+        return 2
+    return doc  # type: ignore[no-any-return]
 
 
 def _diff_text(summary: str, grads: dict[str, object], equal: bool) -> str:
@@ -393,6 +421,12 @@ def build_parser() -> argparse.ArgumentParser:
         "gradients equal; 1: they differ; 2: bad usage.",
     )
     p_diff.add_argument("scenario", metavar="SCENARIO", help="a Python file, or a bundled scenario's id")
+    p_diff.add_argument(
+        "--against",
+        metavar="TRACE",
+        help="compare the engine's run with this trace file instead of running torch here (e.g. "
+        "recorded under torch 2.13 by `python -m engine.trace.torch_backend`); events only",
+    )
     p_diff.add_argument("-o", "--output", help="also write the diff as JSON to this file")
     p_diff.add_argument("--json", action="store_true", help="print the diff as JSON instead of text")
     p_diff.add_argument("-q", "--quiet", action="store_true", help="no progress, no notes about failed runs")

@@ -10,6 +10,7 @@ and nowhere else in the saved-tensor traffic.
 from __future__ import annotations
 
 import functools
+import json
 import sys
 from collections import Counter
 from collections.abc import Callable
@@ -366,3 +367,45 @@ def test_entry_point_without_torch(tmp_path: Path) -> None:
     assert "torch" in done.stderr
     assert "Traceback" not in done.stderr
     assert not out.exists() or not out.read_text().strip()
+
+
+@pytest.mark.torch213
+def test_diff_against_a_213_trace_shows_what_changed(
+    backend_213: Runner, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``autograd-lens diff --against``: the engine (2.8's design) against a 2.13 trace file. A
+    single checkpoint is the same in both; nested ones differ first at the dummy (§2.1)."""
+    from app.cli import main
+
+    for scenario, same in (("single_checkpoint", True), ("nested_checkpoint", False)):
+        run = backend_213(scenario)
+        assert run.doc is not None, run.stderr
+        trace = tmp_path / f"{scenario}.json"
+        trace.write_text(json.dumps(run.doc))
+        out = tmp_path / f"{scenario}.diff.json"
+        assert main(["diff", scenario, "--against", str(trace), "-o", str(out), "-q"]) == (0 if same else 1)
+        diff = json.loads(out.read_text())
+        assert diff["b_label"] == f"torch {TORCH213_VERSION}"
+        assert diff["grads"]["verdict"] == "gradients not compared (a trace file has none)"
+        text = capsys.readouterr().out
+        if same:
+            assert text.startswith("checkpoint events identical")
+            continue
+        first = diff["rows"][diff["first_divergence"]]
+        ours = engine_doc(scenario)["events"][first["a"]]
+        assert ours["kind"] == "pack" and ours["shape"] == DUMMY_SHAPE  # 2.8's dummy; 2.13 has none
+        assert f"torch {TORCH213_VERSION}" in text.splitlines()[2]
+
+
+def test_diff_against_refuses_a_file_that_is_no_trace(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from app.cli import main
+
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"schema": "autograd-lens/trace"}')
+    assert main(["diff", "single_checkpoint", "--against", str(bad)]) == 2
+    assert (
+        capsys.readouterr().err.strip()
+        == f"autograd-lens: {bad} is not a trace: the document: 'version' is missing"
+    )
