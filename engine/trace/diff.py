@@ -111,6 +111,7 @@ CHECKPOINT_FIELDS = (
     "trigger",
     "type",
     "error",
+    "saved",  # inputs_saved: how many tensors (see _Names.compared)
 )
 # Gap alignments longer than this (events per side) let SequenceMatcher skip popular signatures
 # (its "autojunk"): slightly worse pairing of the non-checkpoint events of a huge trace, instead of
@@ -263,6 +264,9 @@ class _Names:
     def compared(self, e: Event) -> dict[str, Any]:
         """The fields an event is compared on (Note [Aligning two traces])."""
         kind = e.get("kind", "")
+        if kind == "inputs_saved":
+            # The tensors are ids; how many there are is what 2.8 (a dummy first) and 2.9+ differ in.
+            return {"frame": e.get("frame"), "saved": len(e.get("tensors") or [])}
         if kind in CHECKPOINT_KINDS:
             return {k: e[k] for k in CHECKPOINT_FIELDS if k in e}
         if kind == "tensor_new":

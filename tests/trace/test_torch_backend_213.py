@@ -373,28 +373,36 @@ def test_entry_point_without_torch(tmp_path: Path) -> None:
 def test_diff_against_a_213_trace_shows_what_changed(
     backend_213: Runner, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """``autograd-lens diff --against``: the engine (2.8's design) against a 2.13 trace file. A
-    single checkpoint is the same in both; nested ones differ first at the dummy (§2.1)."""
+    """``autograd-lens diff --against``: the engine (2.8's design) against a 2.13 trace file. The
+    first divergence is 2.8's dummy among a checkpoint's saved inputs (§1.1); under nesting, the
+    parent also packs it (§2.1)."""
     from app.cli import main
 
-    for scenario, same in (("single_checkpoint", True), ("nested_checkpoint", False)):
+    for scenario in ("single_checkpoint", "nested_checkpoint"):
         run = backend_213(scenario)
         assert run.doc is not None, run.stderr
         trace = tmp_path / f"{scenario}.json"
         trace.write_text(json.dumps(run.doc))
         out = tmp_path / f"{scenario}.diff.json"
-        assert main(["diff", scenario, "--against", str(trace), "-o", str(out), "-q"]) == (0 if same else 1)
+        assert main(["diff", scenario, "--against", str(trace), "-o", str(out), "-q"]) == 1
         diff = json.loads(out.read_text())
         assert diff["b_label"] == f"torch {TORCH213_VERSION}"
         assert diff["grads"]["verdict"] == "gradients not compared (a trace file has none)"
-        text = capsys.readouterr().out
-        if same:
-            assert text.startswith("checkpoint events identical")
-            continue
         first = diff["rows"][diff["first_divergence"]]
-        ours = engine_doc(scenario)["events"][first["a"]]
-        assert ours["kind"] == "pack" and ours["shape"] == DUMMY_SHAPE  # 2.8's dummy; 2.13 has none
-        assert f"torch {TORCH213_VERSION}" in text.splitlines()[2]
+        assert (first["kind"], first["fields"]) == ("inputs_saved", ["saved"])
+        assert first["a_text"].endswith(": 2 saved") and first["b_text"].endswith(": 1 saved")
+        text = capsys.readouterr().out
+        assert text.startswith(
+            f"checkpoint events diverge at row {diff['first_divergence']}: inputs_saved differs"
+        )
+        dummies = [
+            r
+            for r in diff["rows"]
+            if r["kind"] == "pack"
+            and r["b"] is None
+            and engine_doc(scenario)["events"][r["a"]]["shape"] == DUMMY_SHAPE
+        ]
+        assert len(dummies) == (2 if scenario == "nested_checkpoint" else 0)
 
 
 def test_diff_against_refuses_a_file_that_is_no_trace(
