@@ -144,7 +144,7 @@ def run_scenario(
     ``trusted``: run in this process (the bundled scenarios); otherwise in the sandbox.
     ``on_progress(n)`` is called now and then with the number of events recorded so far.
     ``on_events(batch)`` is called while the scenario runs with the events that became final
-    (see Note [Final events] in ``engine/trace/_core.py``), in order, each event once; the result's
+    (see Note [Final events] in ``engine/trace/_names.py``), in order, each event once; the result's
     trace still holds them all, so what was not delivered is ``trace["events"][delivered:]``.
     Both are called from another thread than the caller's. ``backend="torch"`` runs the scenario
     against real PyTorch (``engine.trace.torch_backend``: ``import engine`` gives it ``torch``),

@@ -14,7 +14,7 @@ in a sandbox process of its own (``app/sandbox.py``), so those run side by side,
 Note [Events while running]
 ~~~~~~~~~~~~~~~~~~~~~~~~~~~
 The runner hands over a run's final events while it goes on (``run_scenario(on_events=...)``, a
-few times a second; which events are final: Note [Final events] in ``engine/trace/_core.py``).
+few times a second; which events are final: Note [Final events] in ``engine/trace/_names.py``).
 ``EventWriter`` annotates them (the reducer's changes and the caption of each) and appends them to
 the store at once, so a stream sends them while the scenario still runs; the events not yet
 delivered when the run ends are added from its result. A failure while streaming (the store, a

@@ -1,9 +1,10 @@
-"""The recorder's bookkeeping: ids, the fields every event carries, memory, variable names.
+"""The recorder's bookkeeping: ids, the fields every event carries, memory.
 
 ``engine/trace/_kinds.py`` builds on this one handler per event kind; ``record.py`` is the public
-face. Nothing here keeps an engine object alive: tensors, nodes, frames and holders are known
-through weak references, whose callbacks emit ``tensor_free``, ``node_free``, ``frame_gc`` and
-``holder_gc``.
+face. ``RecorderCore`` inherits the naming of tensors after variables from ``_names.py``, where
+Note [Final events] (which events may still change) lives. Nothing here keeps an engine object
+alive: tensors, nodes, frames and holders are known through weak references, whose callbacks emit
+``tensor_free``, ``node_free``, ``frame_gc`` and ``holder_gc``.
 
 Note [Trace ids and ordering]
 ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -23,19 +24,6 @@ and a Python number wrapped as a tensor (``x * 2.0``) is never shown either. An 
 an event refers to but that was created before recording started (or by a path with no
 emission) gets its ``*_new`` event on the spot, with ``"pre_existing": true``.
 
-Note [Final events]
-~~~~~~~~~~~~~~~~~~
-An event never changes once emitted, with one exception: ``tensor_new.name``, filled in when a
-later event finds the tensor in a variable (``y = x.sin()`` binds ``y`` after the op's events).
-So a consumer that wants events while the run goes on (the web app streams them) takes the
-prefix ``final`` of ``events``: everything before the oldest tensor_new that may still be named.
-For that prefix to move, a name must be settled at some point: a tensor can be named until the
-*top-level statement* that made it completes (the line of the outermost recorded frame changes:
-the scenario's module-level statement, or the statement of the ``with trace.record()`` block),
-and is named after what that statement bound; a tensor it leaves unbound (an intermediate, the
-checkpoint's dummy) stays unnamed. The prefix then moves at least once per top-level statement;
-a scenario whose whole run is one call (``main()``) becomes final only at its end.
-
 Note [Re-entrant emission]
 ~~~~~~~~~~~~~~~~~~~~~~~~~~
 Weak-reference callbacks run whenever an object dies, which includes the middle of the
@@ -54,16 +42,15 @@ import time
 import weakref
 from collections import deque
 from collections.abc import Callable
-from inspect import CO_OPTIMIZED
 from types import FrameType
 from typing import Any
 
 import numpy as np
 
+from engine.trace._names import Statement, TensorNames
+
 # An event, JSON-ready.
 Event = dict[str, Any]
-# A top-level statement: (id of the outermost recorded frame, its line), or None outside them.
-Statement = tuple[int, int] | None
 
 
 def _storage_root(a: np.ndarray) -> np.ndarray:
@@ -76,25 +63,6 @@ def _storage_root(a: np.ndarray) -> np.ndarray:
             if not isinstance(base, np.ndarray):
                 return a
         a = base
-
-
-def _locals_of(frame: FrameType) -> dict[str, Any]:
-    """A copy of a frame's variables, without keeping them alive.
-
-    Note [Reading f_locals]
-    ~~~~~~~~~~~~~~~~~~~~~~~
-    In Python 3.11 ``frame.f_locals`` of a function fills a dict stored on the frame, which keeps
-    every local's value alive until the next read or the frame's exit: a tensor rebound after we
-    read would die later than it should, and with it the nodes and holders it keeps alive. So the
-    dict is emptied once copied (its keys are only read back into the frame by tracers, which
-    refill it first). Module and class bodies have real namespaces, which are left alone.
-    """
-    scope = frame.f_locals
-    if frame.f_code.co_flags & CO_OPTIMIZED and scope is not frame.f_globals:
-        copy = dict(scope)
-        scope.clear()
-        return copy
-    return scope
 
 
 class _Storages:
@@ -180,7 +148,7 @@ class HolderEntry:
         self.recomputed: dict[Any, int] = {}
 
 
-class RecorderCore:
+class RecorderCore(TensorNames):
     """Registries and common fields; see Note [Trace ids and ordering]."""
 
     # A tensor an event names before its tensor_new: made before recording started (the engine
@@ -225,12 +193,8 @@ class RecorderCore:
         self.live = _Storages()
         self.saved = _Storages()
         self.recomputed = _Storages()
-        # names: tensors alive and not yet named, by id()
-        self._unnamed: dict[int, TensorEntry] = {}
-        self._modules_seen: set[int] = set()  # nn.Modules whose parameters were named
-        self._last_scan = (0, 0, 0)  # (frame, line, tensors made) at the last variables scan
-        self._statement: Statement = None  # the top-level statement of the last scan
-        self._final = 0  # see the ``final`` property
+        # names: tensors alive and not yet named, the last variables scan, ``final``
+        TensorNames.__init__(self)
         # run state mirrored from the events (the hooks stack, recomputations, backward calls)
         self.hooks: list[dict[str, Any]] = []
         self.recomputing: list[tuple[int | None, Any]] = []  # (frame, hook gid)
@@ -308,17 +272,6 @@ class RecorderCore:
                 return f, {"file": name, "line": f.f_lineno}
             f = f.f_back
         return None, None
-
-    def statement(self, frame: FrameType | None) -> tuple[Statement, FrameType | None]:
-        """The top-level statement running: the outermost recorded frame above ``frame`` (the
-        innermost one, from ``where()``) and its line. See Note [Final events]."""
-        outer = None
-        files = self._files
-        while frame is not None:
-            if frame.f_code.co_filename in files:
-                outer = frame
-            frame = frame.f_back
-        return (None, None) if outer is None else ((id(outer), outer.f_lineno), outer)
 
     def phase(self) -> str:
         # A recomputation wins over the backward that triggered it.
@@ -556,87 +509,6 @@ class RecorderCore:
         key = entry.key
         if registry.get(key) is entry:
             del registry[key]
-
-    # --- names ----------------------------------------------------------------------------------
-
-    def _resolve_names(self, frame: FrameType) -> None:
-        """Name tensors after the variables of ``frame`` (a recorded file's) that hold them.
-
-        Called on every event while some tensor is unnamed: an assignment ``y = x.sin()`` binds
-        ``y`` after the op's events, so a later event in that frame names it. The first name a
-        tensor is seen under wins (a tensor made in a function keeps the name it had there). The
-        file's global variables come first, so a model's parameters are named from the model
-        variable (``m.blocks.0.net.0.weight``), not from a loop variable inside its methods.
-        """
-        # Within one line, a variable can only have been bound to a new tensor if tensors were
-        # made since the last scan (``h = blk(h)`` in a one-line loop); skip the other events.
-        here = (id(frame), frame.f_lineno, self._n_tensors)
-        if here == self._last_scan:
-            return
-        self._last_scan = here
-        if frame.f_code.co_flags & CO_OPTIMIZED:
-            self._name_from(frame.f_globals)
-            if not self._unnamed:
-                return
-        self._name_from(_locals_of(frame))
-        statement, outer = self.statement(frame)
-        if statement != self._statement:
-            # A top-level statement completed: what it bound is in the outermost frame's variables
-            # (when the event is deeper down, they were not scanned), and what it made but left
-            # unbound is never named. See Note [Final events].
-            self._statement = statement
-            if outer is not None and outer is not frame and self._unnamed:
-                self._name_from(_locals_of(outer))
-            for key, entry in list(self._unnamed.items()):
-                if entry.stmt != statement:
-                    del self._unnamed[key]
-
-    @property
-    def final(self) -> int:
-        """How many events are final: those before the oldest tensor_new whose name may still be
-        filled in. Read from other threads (an int). See Note [Final events]."""
-        return self._final
-
-    def _update_final(self, limit: int) -> None:
-        oldest = next(iter(self._unnamed.values()), None)  # dicts keep emission order
-        if oldest is not None and oldest.event is not None:
-            limit = min(limit, oldest.event["seq"])
-        self._final = limit
-
-    def _name_from(self, scope: dict[str, Any]) -> None:
-        tensor, module, unnamed = self._Tensor, self._Module, self._unnamed
-        for name, value in list(scope.items()):
-            if isinstance(value, tensor):
-                self._set_name(value, name)
-            elif type(value) in (list, tuple) and len(value) <= 64 and not name.startswith("__"):
-                for i, v in enumerate(value):
-                    if isinstance(v, tensor):
-                        self._set_name(v, f"{name}[{i}]")
-                    elif isinstance(v, module):
-                        self._name_parameters(v, f"{name}[{i}]")
-            elif isinstance(value, module) and name != "self":
-                # Parameters by their path in a model variable: ``model.fc1.weight`` (inside a
-                # module's own methods, ``self`` would name them before the model variable does).
-                self._name_parameters(value, name)
-            if not unnamed:
-                return
-
-    def _name_parameters(self, m: Any, prefix: str) -> None:
-        if id(m) not in self._modules_seen:
-            self._modules_seen.add(id(m))
-            for path, p in m.named_parameters():
-                self._set_name(p, f"{prefix}.{path}")
-
-    def _set_name(self, t: Any, name: str) -> None:
-        entry = self._unnamed.get(id(t))
-        if entry is not None and entry.ref is not None and entry.ref() is t and entry.event is not None:
-            del self._unnamed[id(t)]
-            entry.event["name"] = name
-
-    def name_remaining(self, scope: dict[str, Any]) -> None:
-        """At the end: name what is still unnamed from the variables of the recording's caller."""
-        self._modules_seen.clear()  # parameters made since a model was first seen
-        self._name_from(scope)
 
     def close(self) -> None:
         """Stop: drop every registry, so no weak-reference callback can fire into this recorder."""

@@ -244,8 +244,9 @@ class Recorder(RecorderCore):
         self.append("inputs_saved", fields)
 
     def _k_fn_start(self, f: dict[str, Any]) -> None:
-        # The call sites cannot name the frame (see _traced_call in checkpoint.py): a forward run
-        # belongs to the frame just created, a recomputation to the frame being recomputed.
+        # The call sites cannot name the frame (see _traced_call in
+        # engine/utils/_checkpoint_trace.py): a forward run belongs to the frame just created, a
+        # recomputation to the frame being recomputed.
         mode = f["mode"]
         if mode == "forward":
             fid, self._last_frame = self._last_frame, None

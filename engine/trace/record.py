@@ -4,8 +4,8 @@
 ``engine/trace/emit.py`` for the duration of the block; every engine call site that checks
 ``emit.enabled`` then reports what it does, and ``tr.events`` fills with JSON-ready events in
 emission order. ``docs/trace.md`` documents the format; ``schema.json`` next to this file is its
-JSON Schema. The bookkeeping (ids, memory, names) is in ``_core.py``, one handler per kind in
-``_kinds.py``.
+JSON Schema. The bookkeeping (ids, memory) is in ``_core.py``, the names of tensors in
+``_names.py``, one handler per kind in ``_kinds.py``.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from types import TracebackType
 from typing import Any
 
 from engine.trace import emit
-from engine.trace._core import _locals_of
+from engine.trace._names import _locals_of
 
 __all__ = ["SCHEMA", "VERSION", "Trace", "TraceLimitExceeded", "mark", "record"]
 
@@ -68,7 +68,7 @@ class Trace:
     def n_final(self) -> int:
         """How many of ``events`` are final (will not change any more): all of them once the
         block has exited; while it runs, a prefix that grows at least once per top-level
-        statement (see Note [Final events] in ``_core.py``). Safe to read from another thread:
+        statement (see Note [Final events] in ``_names.py``). Safe to read from another thread:
         ``events[:n_final]`` can be copied while the recording goes on."""
         recorder = self._recorder
         return len(self.events) if recorder is None else recorder.final

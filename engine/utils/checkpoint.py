@@ -10,36 +10,65 @@ PyTorch's structure and names so that it can be read side by side with the origi
   whose pack hook stores an empty ``_Holder`` instead of each saved tensor;
 - in backward, the first unpack of a holder re-runs the region under ``_recomputation_hook``,
   which hands each re-saved tensor to its holder (through a ``_Handle``) and stops the
-  re-run (``_StopRecomputationError``) once every tensor is back;
-- ``CheckpointFunction`` (``_checkpoint_reentrant.py``) is the reentrant variant, and
-  ``_checkpoint_selective.py`` holds selective checkpointing (SAC).
+  re-run (``_StopRecomputationError``) once every tensor is back.
 
 See ``Note [Nestable checkpoint]`` below for the rules that make nested checkpoints work, and
 ``docs/checkpoint.md`` for a walk-through with sequence diagrams. What PyTorch does with devices,
 CUDA RNG states, autocast and torch.compile is left out: the engine is CPU only.
+
+Note [Checkpoint's sibling modules]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+PyTorch's one file is split here, in its order: ``_checkpoint_reentrant.py`` (``CheckpointFunction``),
+``_checkpoint_sequential.py``, ``_checkpoint_frame.py`` (``_Holder``, ``_NoopSaveInputs``,
+``_CheckpointFrame``, ``CheckpointError``, ``_StopRecomputationError``), ``_checkpoint_debug.py``
+(``debug=True``), ``_checkpoint_selective.py`` (SAC) and ``_checkpoint_graph_exec_group.py``
+(2.9+); ``_checkpoint_trace.py`` has the engine's trace wrappers. This module imports the names
+code reads from ``engine.utils.checkpoint`` as from ``torch.utils.checkpoint``. ``checkpoint``,
+the generator and the two hooks stay here: they look up ``_checkpoint_without_reentrant_generator``,
+``_CheckpointFrame``, ``_checkpoint_hook`` and ``_recomputation_hook`` as globals of this module at
+call time, so setting those names on this module (as tests/utils/_ckpt_probe.py does, on torch's
+module too) changes what checkpoint runs. Moving ``checkpoint``, the generator or
+``_checkpoint_hook`` to another module would silently undo that. ``CheckpointError`` and
+``GraphExecGroup`` keep ``__module__ = "engine.utils.checkpoint"``, which tracebacks and reprs show.
 """
 
 from __future__ import annotations
 
 import contextlib
-import threading
 import uuid
 import warnings
 import weakref
-from collections import defaultdict
 from collections.abc import Callable, Generator, Iterator
 from contextlib import AbstractContextManager
-from typing import Any, NoReturn
+from typing import Any
 
 import engine
 from engine._C import _current_graph_task_id
 from engine._tensor import Tensor
-from engine.autograd.function import Function
 from engine.autograd.grad_mode import enable_grad, no_grad
 from engine.autograd.graph import saved_tensors_hooks
 from engine.random import fork_rng, get_rng_state, set_rng_state
 from engine.trace import emit
 from engine.utils._checkpoint_debug import _checkpoint_error_template, _get_debug_context_and_cb  # noqa: F401
+from engine.utils._checkpoint_frame import (
+    _DEFAULT_DETERMINISM_MODE,
+    CheckpointError,
+    _allowed_determinism_checks_to_fns,
+    _CheckpointFrame,
+    _debug_tip_msg,
+    _default_meta_extractor,  # noqa: F401 - PyTorch's namespace has it
+    _Handle,
+    _Holder,
+    _internal_assert,
+    _NoopSaveInputs,
+    _StopRecomputationError,
+)
+from engine.utils._checkpoint_graph_exec_group import (
+    GraphExecGroup,
+    _get_graph_exec_group,
+    _graph_exec_group_tls,  # noqa: F401 - still importable from here, as before the split
+    _set_graph_exec_group,  # noqa: F401
+)
 from engine.utils._checkpoint_reentrant import CheckpointFunction, check_backward_validity, detach_variable
 from engine.utils._checkpoint_selective import (
     SAC_IGNORED_OPS,
@@ -49,6 +78,8 @@ from engine.utils._checkpoint_selective import (
     _CachingTorchDispatchMode,  # noqa: F401
     create_selective_checkpoint_contexts,
 )
+from engine.utils._checkpoint_sequential import checkpoint_sequential
+from engine.utils._checkpoint_trace import _reporting_errors, _traced_call
 
 __all__ = [
     "SAC_IGNORED_OPS",
@@ -68,8 +99,6 @@ __all__ = [
 ]
 
 ContextFn = Callable[[], tuple[AbstractContextManager[Any], AbstractContextManager[Any]]]
-
-_DEFAULT_DETERMINISM_MODE = "default"
 
 _checkpoint_debug_enabled: bool | None = None
 
@@ -192,85 +221,6 @@ def checkpoint(
         )
 
 
-def checkpoint_sequential(
-    functions: Any,
-    segments: int,
-    input: Any,
-    use_reentrant: bool | None = None,
-    **kwargs: Any,  # noqa: A002
-) -> Any:
-    r"""Checkpoint a sequential model to save memory.
-
-    ``functions`` (an ``engine.nn.Sequential`` or a list of modules or functions) is split into
-    ``segments`` chunks run one after the other; every chunk but the last is checkpointed, so
-    only the inputs of the chunks are kept for backward.
-
-    Args:
-        functions: the modules/functions to run in order.
-        segments: number of chunks.
-        input: the tensor given to the first function.
-        preserve_rng_state: keyword, as for :func:`checkpoint`.
-        use_reentrant: as for :func:`checkpoint`; should be passed explicitly.
-
-    Example::
-
-        >>> import engine
-        >>> from engine.utils.checkpoint import checkpoint_sequential
-        >>> fns = [lambda t: t.sin(), lambda t: t.exp(), lambda t: t.cos(), lambda t: t.tanh()]
-        >>> x = engine.ones(3, requires_grad=True)
-        >>> out = checkpoint_sequential(fns, 2, x, use_reentrant=False)
-    """
-    if use_reentrant is None:
-        warnings.warn(
-            "engine.utils.checkpoint.checkpoint_sequential: the use_reentrant "
-            "parameter should be passed explicitly. "
-            "In version 2.5 we will raise an exception if use_reentrant "
-            "is not passed. use_reentrant=False is "
-            "recommended, but if you need to preserve the current default "
-            "behavior, you can pass use_reentrant=True. Refer to docs for more "
-            "details on the differences between the two variants.",
-            stacklevel=2,
-        )
-        use_reentrant = True
-
-    # Hack for keyword-only parameter in a python 2.7-compliant way
-    preserve = kwargs.pop("preserve_rng_state", True)
-    if kwargs:
-        raise ValueError("Unexpected keyword arguments: " + ",".join(arg for arg in kwargs))
-
-    def run_function(start: int, end: int, functions: list[Any]) -> Callable[[Any], Any]:
-        def forward(input: Any) -> Any:  # noqa: A002
-            for j in range(start, end + 1):
-                input = functions[j](input)
-            return input
-
-        return forward
-
-    if isinstance(functions, engine.nn.Sequential):
-        functions = list(functions.children())
-
-    segment_size = len(functions) // segments
-    # the last chunk has to be non-volatile
-    end = -1
-    for start in range(0, segment_size * (segments - 1), segment_size):
-        end = start + segment_size - 1
-        input = checkpoint(
-            run_function(start, end, functions),
-            input,
-            use_reentrant=use_reentrant,
-            preserve_rng_state=preserve,
-        )
-    return run_function(end + 1, len(functions) - 1, functions)(input)
-
-
-def _internal_assert(cond: bool) -> None:
-    if not cond:
-        raise AssertionError(
-            "Something went unexpectedly wrong in activation checkpoint. "
-            "Please report this bug by filing an issue to PyTorch."
-        )
-
-
 # Note [Nestable checkpoint]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~
 # (PyTorch's NOTE [ Nestable Checkpoint ], restated for this file.)
@@ -390,198 +340,6 @@ def set_checkpoint_early_stop(enable: bool) -> Iterator[None]:
         yield
     finally:
         _enable_checkpoint_early_stop = prev
-
-
-class _Handle:
-    """The key of one recomputed tensor in ``frame.recomputed[gid]``: an object whose only
-    strong reference is ``holder.handles[gid]``. See Rule 4."""
-
-
-class _Holder:
-    """What the checkpoint's pack hook stores in the graph instead of a tensor. See Rule 4."""
-
-    def __init__(self) -> None:
-        self.handles: dict[Any, _Handle | None] = {}
-
-
-class _NoopSaveInputs(Function):
-    """A no-op node whose only job is to save the checkpoint's inputs. See Rule 2.
-
-    Saving them as ordinary saved tensors ties their lifetime to the graph (they live as long as
-    the frame that references this node) and routes them through whatever saved-tensor hook is
-    active: none at top level (so they are version-checked on unpack), the parent's pack hook when
-    nested.
-    """
-
-    @staticmethod
-    def forward(*args: Any) -> Tensor:
-        return engine.empty((0,))
-
-    @staticmethod
-    def setup_context(ctx: Any, inputs: tuple[Any, ...], output: Any) -> None:
-        # Only tensors can be saved with ctx.save_for_backward, everything else
-        # is captured by get_args, which is saved directly on ctx
-        tensor_indices, tensors = zip(
-            *[(i, o) for i, o in enumerate(inputs) if isinstance(o, Tensor)], strict=False
-        )
-        idx2saved_idx = {b: a for a, b in enumerate(tensor_indices)}
-        # args but with tensors replaced with None as placeholders
-        args = [None if isinstance(o, Tensor) else o for o in inputs]
-
-        def get_args(saved_tensors: tuple[Tensor, ...]) -> list[Any]:
-            # restore the placeholders with the original tensors grabbed from
-            # ctx.saved_tensors (which may be saved on a parent checkpoint if
-            # this checkpoint is nested, and that would trigger a recursive
-            # unpack!)
-            ret = [saved_tensors[idx2saved_idx[i]] if i in tensor_indices else o for i, o in enumerate(args)]
-            # grab the tail since we also saved the dummy to avoid having to explicitly
-            # handle the case where there are no tensor inputs
-            return ret[1:]
-
-        ctx.get_args = get_args
-        ctx.save_for_backward(*tensors)
-
-    @staticmethod
-    def backward(ctx: Any, *grad_outputs: Any) -> NoReturn:
-        raise AssertionError("Did not expect to backward on this graph")
-
-
-class _CheckpointFrame:
-    """Everything one checkpointed call shares between its forward and its recomputations."""
-
-    def __init__(
-        self,
-        recompute_fn: Callable[..., None],
-        early_stop: bool,
-        unpack_error_cb: Callable[[CheckpointError], NoReturn] | None,
-        metadata_fn: Callable[[Tensor], Any] | None,
-    ) -> None:
-        self.recompute_fn = recompute_fn
-        # The output of _NoopSaveInputs.apply; its grad_fn holds the inputs.
-        self.input_saver: Tensor | None = None
-        # One weak reference per forward pack, in order: a holder dies with the SavedVariable
-        # that stores it, and recomputation skips dead ones (Rule 6).
-        self.weak_holders: list[weakref.ref[_Holder]] = []
-        # We store this as a weakkeydictionary so that in the case of a partial
-        # backward, the entries in the dict are cleared alongside the Holder
-        # which will be removed when the SavedVariable is cleared.
-        self.recomputed: defaultdict[Any, weakref.WeakKeyDictionary[_Handle, Tensor]] = defaultdict(
-            weakref.WeakKeyDictionary
-        )
-        # We need both recomp_counter and recomputed since they can diverge (dead holders get
-        # counted but not recomputed).
-        self.recomp_counter: defaultdict[Any, int] = defaultdict(int)
-        self.is_recomputed: defaultdict[Any, bool] = defaultdict(bool)
-
-        # See Rule 5
-        self.early_stop = early_stop
-
-        # Debugging
-        self.metadata_fn = metadata_fn
-        self.unpack_error_cb = unpack_error_cb
-        self.x_metadatas: list[Any] = []
-        self.forward_completed = False
-        self.ignore_saved_mismatch = False
-
-    def check_recomputed_tensors_match(self, gid: Any) -> None:
-        if self.ignore_saved_mismatch:
-            # TODO: we can probably make this check stricter by checking that
-            #       the metadata of the first tensors still match.
-            return
-        # NOTE [ Error handling for checkpoint ]
-        #
-        # At a high level, we need to check that the tensors saved
-        # during original forward matches tensors saved during recompute
-        # This means handling 3 cases:
-        #
-        # 1. During recompute, more tensors were saved.
-        #
-        #    Usually this is hidden due to the StopRecomputationError
-        #    but if early stop is not enabled, or we would have errored
-        #    anyway because there aren't enough weak_holders. But we
-        #    do want to have a nice error. See the _recomputation_hook
-        #    for details.
-        if not len(self.weak_holders) == self.recomp_counter[gid]:
-            # 2. During recompute, fewer tensors were saved
-            #
-            # We know that everytime we save something do original forward
-            # we append to weak_holder, and every time we save a tensor
-            # during recompute we increment recompute_counter.
-            raise CheckpointError(
-                "engine.utils.checkpoint: A different number of tensors was saved "
-                "during the original forward and recomputation.\n"
-                f"Number of tensors saved during forward: {len(self.weak_holders)}\n"
-                f"Number of tensors saved during recomputation: {self.recomp_counter[gid]}.\n"
-                f"{_debug_tip_msg}"
-            )
-
-        # 3. During recompute, the same tensors were saved, but they
-        #    have different metadata
-        nb_meta_different = []
-        for idx, weak_holder in enumerate(self.weak_holders):
-            holder = weak_holder()
-            if holder is None:
-                continue
-            # We've seen all holders since we iterate over them in order
-            # For every holder that is still alive now, it must've been
-            # alive when we saw it during recompute, therefore, the
-            # gid must be set.
-            _internal_assert(gid in holder.handles)
-            # We know this is the first unpack, so it couldn't have been set
-            # to None yet.
-            _internal_assert(holder.handles[gid] is not None)
-            # We always set these together in the recomputation hook
-            _internal_assert(holder.handles[gid] in self.recomputed[gid])
-            # see pack hook, x_metadata is 1:1 with weak_holders.
-            x_meta = self.x_metadatas[idx]
-            recomputed_x = self.recomputed[gid][holder.handles[gid]]  # type: ignore[index]
-            assert self.metadata_fn is not None
-            if x_meta != self.metadata_fn(recomputed_x):
-                nb_meta_different.append((idx, x_meta, self.metadata_fn(recomputed_x)))
-
-        if len(nb_meta_different) > 0:
-            mismatched_tensors = ""
-            for idx, x_meta, recomputed_meta in nb_meta_different:
-                mismatched_tensors += (
-                    f"tensor at position {idx}:\n"
-                    f"saved metadata: {x_meta}\n"
-                    f"recomputed metadata: {recomputed_meta}\n"
-                )
-            raise CheckpointError(
-                "engine.utils.checkpoint: Recomputed values for the following tensors "
-                "have different metadata than during the forward pass.\n"
-                f"{mismatched_tensors}.\n"
-                f"{_debug_tip_msg}"
-            )
-
-
-# The hyphen of "checkpoint\u2011debug" is U+2011 (a non-breaking hyphen), as in PyTorch.
-_debug_tip_msg = """
-Tip: To see a more detailed error message, either pass `debug=True` to
-`engine.utils.checkpoint.checkpoint(...)` or wrap the code block
-with `with engine.utils.checkpoint.set_checkpoint_debug_enabled(True):` to
-enable checkpoint\u2011debug mode globally.
-"""
-
-
-class CheckpointError(RuntimeError):
-    """Raised when the recomputation does not reproduce what the forward saved."""
-
-
-def _default_meta_extractor(x: Tensor) -> dict[str, Any]:
-    # These properties are fast to check, easy to understand
-    return {"shape": x.shape, "dtype": x.dtype, "device": x.device}
-
-
-_allowed_determinism_checks_to_fns: dict[str, Callable[[Tensor], Any]] = {
-    _DEFAULT_DETERMINISM_MODE: _default_meta_extractor,
-    "none": lambda _: None,
-}
-
-
-# See Rule 5
-class _StopRecomputationError(Exception):
-    pass
 
 
 class _recomputation_hook(saved_tensors_hooks):  # noqa: N801 - PyTorch's name
@@ -761,46 +519,6 @@ class _checkpoint_hook(saved_tensors_hooks):  # noqa: N801 - PyTorch's name
             super().__init__(pack_hook, _reporting_errors(frame, unpack_hook))
 
 
-def _reporting_errors(
-    frame: _CheckpointFrame, unpack_hook: Callable[[_Holder], Tensor]
-) -> Callable[[_Holder], Tensor]:
-    """``unpack_hook``, reporting to the trace (``checkpoint_error``) any exception that escapes
-    it: a CheckpointError, the version-counter error of the frame's saved inputs, an SAC error, an
-    error inside the recomputation."""
-
-    def unpack_hook_reporting_errors(holder: _Holder) -> Tensor:
-        try:
-            return unpack_hook(holder)
-        except _StopRecomputationError:
-            raise
-        except BaseException as e:
-            if emit.enabled:
-                emit.emit("checkpoint_error", frame=frame, error=e)
-            raise
-
-    return unpack_hook_reporting_errors
-
-
-def _traced_call(mode: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    """``fn(*args, **kwargs)`` between the trace's ``fn_start`` and ``fn_end``; only called while
-    recording. The recorder knows the frame: the one just created (``mode="forward"``) or the one
-    being recomputed (``recompute_fn`` is made before its frame and must not reference it)."""
-    emit.emit("fn_start", mode=mode)
-    try:
-        out = fn(*args, **kwargs)
-    except _StopRecomputationError:
-        if emit.enabled:
-            emit.emit("fn_end", outcome="early_stop")
-        raise
-    except BaseException as e:
-        if emit.enabled:
-            emit.emit("fn_end", outcome="raised", error=type(e).__name__)
-        raise
-    if emit.enabled:
-        emit.emit("fn_end", outcome="returned")
-    return out
-
-
 def _checkpoint_without_reentrant_generator(
     fn: Callable[..., Any],
     preserve_rng_state: bool = True,
@@ -878,56 +596,3 @@ def _checkpoint_without_reentrant_generator(
     new_frame.forward_completed = True
 
     return
-
-
-# --- GraphExecGroup (PyTorch 2.9+) ---------------------------------------------------------------
-
-_graph_exec_group_tls = threading.local()
-
-
-def _get_graph_exec_group() -> GraphExecGroup | None:
-    """PyTorch's ``torch._C._get_graph_exec_group()``: the group active on this thread."""
-    return getattr(_graph_exec_group_tls, "group", None)
-
-
-def _set_graph_exec_group(group: GraphExecGroup | None) -> None:
-    _graph_exec_group_tls.group = group
-
-
-class GraphExecGroup:
-    """Any checkpointed regions encountered by backward under the same instance of this context
-    manager will trigger recompute at most once, even if there are multiple calls to backward.
-
-    Backward calls under the same instance must execute over non-overlapping regions of the
-    backward graph even if retain_graph=True: no two of them may use the same saved activation.
-    (From PyTorch 2.9; only affects ``use_reentrant=False``.)
-
-    Example::
-
-        >>> import engine
-        >>> from engine.utils.checkpoint import GraphExecGroup, checkpoint
-        >>> x = engine.ones(2, requires_grad=True)
-        >>> def fn(t):
-        ...     y = t.sin().cos()
-        ...     return y, y.sin().cos()
-        >>> y, z = checkpoint(fn, x, use_reentrant=False)
-        >>> with GraphExecGroup():
-        ...     gy, = engine.autograd.grad(z.sum(), y, retain_graph=True)
-        ...     gx, = engine.autograd.grad(y, x, grad_outputs=gy)
-    """
-
-    def __enter__(self) -> GraphExecGroup:
-        if _get_graph_exec_group() is not None:
-            raise RuntimeError(
-                f"GraphExecGroup contexts cannot be nested. Already inside group {_get_graph_exec_group()}"
-            )
-        _set_graph_exec_group(self)
-        return self
-
-    def __exit__(self, *args: object) -> None:
-        _set_graph_exec_group(None)
-
-    @classmethod
-    def _get_current_group(cls) -> GraphExecGroup | None:
-        # Private API to be used by utils like AC
-        return _get_graph_exec_group()
