@@ -110,12 +110,10 @@ def frame_saves(doc: dict[str, Any], as_213: bool = False) -> dict[int, FrameSav
 
 
 def printed(run: BackendRun) -> list[str]:
-    """The lines the scenario printed. The entry point sends them to stderr (stdout may be the
-    trace), between its own lines, which start with ``torch_backend:``; a trace's stdout marks,
-    when it has some, are the same text."""
-    if run.doc is not None and stdout_lines(run.doc):
-        return [line for label in stdout_lines(run.doc) for line in label.splitlines()]
-    return [line for line in run.stderr.splitlines() if not line.startswith("torch_backend:")]
+    """The lines the scenario printed: the trace's stdout marks (the entry point records each
+    ``print`` as one, as ``autograd-lens trace`` does; it also echoes them to stderr)."""
+    assert run.doc is not None, run.stderr
+    return [line for label in stdout_lines(run.doc) for line in label.splitlines()]
 
 
 def stdout_lines(doc: dict[str, Any]) -> list[str]:

@@ -10,13 +10,23 @@ Exit codes: 0 success, 1 the scenario raised (the trace, up to the error, is sti
 from __future__ import annotations
 
 import argparse
-import contextlib
+import builtins
 import gc
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
-from engine.trace import torch_backend
+from engine.trace import mark, torch_backend
+
+
+def _print(*objects: Any, sep: str | None = " ", end: str | None = "\n", **_: Any) -> None:
+    """The scenario's ``print``: to stderr (stdout may be the trace), and a ``mark`` event in the
+    trace, as ``autograd-lens trace`` records it (app/runner.py)."""
+    text = (" " if sep is None else sep).join(str(o) for o in objects) + ("\n" if end is None else end)
+    sys.stderr.write(text)
+    if label := text.rstrip("\n"):
+        mark(label, stream="stdout")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -32,14 +42,14 @@ def main(argv: list[str] | None = None) -> int:
     path: Path = args.scenario.resolve()
     text = path.read_text(encoding="utf-8")
     code = compile(text, str(path), "exec", dont_inherit=True)
-    namespace = {"__name__": "__main__", "__file__": str(path)}
+    namespace: dict[str, Any] = {"__name__": "__main__", "__file__": str(path)}
+    namespace["__builtins__"] = {**vars(builtins), "print": _print}
     failed = False
     gc.disable()  # holders die by reference counting, as in the engine's runs
     with torch_backend.engine_is_torch(namespace), torch_backend.engine_rng():
         recording = torch_backend.record(source_files={str(path): text})
         try:
-            # The scenario's prints go to stderr: stdout may be the trace.
-            with recording, contextlib.redirect_stdout(sys.stderr):
+            with recording:
                 exec(code, namespace)
         except Exception as e:  # noqa: BLE001 - the scenario's error is part of its trace
             print(f"torch_backend: the scenario raised {type(e).__name__}: {e}", file=sys.stderr)
