@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from types import CodeType, TracebackType
-from typing import Any
+from typing import Any, TypeVar
 
 from app.sandbox import PROJECT_ROOT, LimitExceeded, Limits, ScenarioSyntaxError, run_in_worker
 
@@ -96,11 +96,49 @@ class ScenarioInfo:
     path: Path
 
 
+T = TypeVar("T")
+
+# Note [Building ASTs in threads]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# CPython 3.11 keeps the AST constructor's recursion depth in state its threads share (see
+# python/cpython#106905): while one thread turns source into ``ast`` objects (``ast.parse``,
+# ``literal_eval``) and gives up the GIL half-way, another doing the same can make it fail with
+# ``SystemError: AST constructor recursion depth mismatch``. The server builds ASTs from request
+# threads (scenario docstrings, uploaded titles) while runs go on in others, so it did, once in a
+# while. Its own AST work goes through ``with_ast``: one at a time, and again if a thread outside
+# the lock (a library inside a run) collided with it. Compiling to code builds no ``ast``
+# objects and needs none of this.
+_AST_LOCK = threading.Lock()
+_AST_TRIES = 3
+
+
+def with_ast(build: Callable[[], T]) -> T:
+    """``build()``, which makes ``ast`` objects, safely among threads (Note [Building ASTs in
+    threads])."""
+    for attempt in range(_AST_TRIES):
+        with _AST_LOCK:
+            try:
+                return build()
+            except SystemError as e:
+                if "recursion depth mismatch" not in str(e) or attempt == _AST_TRIES - 1:
+                    raise
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+# Scenario files change only while someone edits them: read each version once.
+_INFOS: dict[tuple[Path, int, int], ScenarioInfo] = {}
+
+
 def scenario_info(path: Path) -> ScenarioInfo:
     """Title (first docstring line) and description (the rest), read without running the file."""
-    doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
-    title, _, rest = doc.partition("\n")
-    return ScenarioInfo(path.stem, title.strip() or path.stem, rest.strip(), path)
+    stat = path.stat()
+    key = (path, stat.st_mtime_ns, stat.st_size)
+    if (info := _INFOS.get(key)) is None:
+        text = path.read_text(encoding="utf-8")
+        doc = with_ast(lambda: ast.get_docstring(ast.parse(text))) or ""
+        title, _, rest = doc.partition("\n")
+        info = _INFOS[key] = ScenarioInfo(path.stem, title.strip() or path.stem, rest.strip(), path)
+    return info
 
 
 def list_scenarios(directory: Path = SCENARIOS_DIR) -> list[ScenarioInfo]:

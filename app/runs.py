@@ -52,6 +52,7 @@ from app.runner import (
     display_name,
     run_scenario,
     scenario_info,
+    with_ast,
 )
 from app.store import INTERRUPTED, RunRecord, Store
 from engine.trace.captions import caption
@@ -166,7 +167,7 @@ def docstring_title(text: str) -> str | None:
         after = next(tokens)
         if after.type not in (tokenize.NEWLINE, tokenize.ENDMARKER):  # "..." + x is no docstring
             return None
-        value = ast.literal_eval(first.string)
+        value = with_ast(lambda: ast.literal_eval(first.string))
     except Exception:  # noqa: BLE001 - broken text simply has no title; the run reports the error
         return None
     if not isinstance(value, str):

@@ -175,3 +175,48 @@ def test_resolve_scenario_by_id_or_path(tmp_path: Path) -> None:
     assert resolve_scenario(str(mine)) == mine.resolve()
     with pytest.raises(FileNotFoundError, match="single_checkpoint"):
         resolve_scenario("no_such_scenario")
+
+
+def test_ast_work_is_serialised_and_retried_after_a_collision() -> None:
+    # Note [Building ASTs in threads]: CPython 3.11's spurious SystemError is retried; any other
+    # error is not, and a build always runs holding the lock.
+    from app import runner
+
+    calls: list[bool] = []
+
+    def flaky() -> str:
+        calls.append(runner._AST_LOCK.locked())
+        if len(calls) == 1:
+            raise SystemError("AST constructor recursion depth mismatch (before=33, after=30)")
+        return "parsed"
+
+    assert runner.with_ast(flaky) == "parsed"
+    assert calls == [True, True]
+
+    def broken() -> None:
+        calls.append(runner._AST_LOCK.locked())
+        raise SystemError("something else")
+
+    calls.clear()
+    with pytest.raises(SystemError, match="something else"):
+        runner.with_ast(broken)
+    assert calls == [True]
+
+    def always() -> None:
+        calls.append(True)
+        raise SystemError("AST constructor recursion depth mismatch (before=1, after=2)")
+
+    calls.clear()
+    with pytest.raises(SystemError, match="mismatch"):
+        runner.with_ast(always)
+    assert len(calls) == runner._AST_TRIES
+
+
+def test_scenario_info_is_read_again_when_the_file_changes(tmp_path: Path) -> None:
+    from app.runner import scenario_info
+
+    path = tmp_path / "s.py"
+    path.write_text('"""First title"""\n')
+    assert scenario_info(path).title == "First title"
+    path.write_text('"""Second title, longer"""\n')
+    assert scenario_info(path).title == "Second title, longer"
