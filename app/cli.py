@@ -2,19 +2,21 @@
 
     autograd-lens scenarios                         list the bundled scenarios
     autograd-lens trace SCENARIO [-o trace.json] [--format json|chrome] [--backend engine|torch]
-                                 [--untrusted] [--open [--server URL] [--no-browser]]
+                                 [--untrusted] [--open [--server URL] [--no-browser]] [-- ARG...]
     autograd-lens open TRACE.json [--server URL] [--no-browser]   step through it in the viewer
     autograd-lens dot SCENARIO -o graph.dot|graph.svg [--backend engine|torch] [--untrusted]
     autograd-lens diff SCENARIO [--against TRACE.json] [-o diff.json] [--json]   engine vs torch
     autograd-lens serve [--host H] [--port P]       the web app
 
 SCENARIO is a path to a Python file or the id (file stem) of a bundled scenario. A file runs in
-this process, like ``python file.py`` would; ``--untrusted`` runs it in the sandbox instead (the
-way the web app runs text it receives). ``--backend torch`` records the same trace from real
-PyTorch instead of the engine: a scenario written with ``import engine as torch``, or a PyTorch
-script of your own that does ``import torch``. Trusted local code only: the sandbox knows the
-engine alone. The scenario's printed output goes to stderr, with a progress indicator (the number
-of events recorded) while a long run goes on.
+this process, like ``python file.py ARG...`` would (its directory first on ``sys.path``, so it
+imports its sibling modules; ``sys.argv`` its name and the ARGs given after ``--``);
+``--untrusted`` runs it in the sandbox instead (the way the web app runs text it receives).
+``--backend torch`` records the same trace from real PyTorch instead of the engine: a
+scenario written with ``import engine as torch``, or a PyTorch script of your own that does
+``import torch``. Trusted local code only: the sandbox knows the engine alone. The scenario's
+printed output goes to stderr, with a progress indicator (the number of events recorded) while a
+long run goes on.
 
 ``open`` sends a trace file to a running web app (``make run``; ``--server``, default
 ``$AUTOGRAD_LENS_URL`` or http://127.0.0.1:8000) and prints the viewer's address: the way to
@@ -107,7 +109,12 @@ def _run(args: argparse.Namespace) -> RunResult | int:
     limits = Limits(cpu_seconds=args.cpu_seconds, wall_seconds=args.wall_seconds)
     try:
         result = run_scenario(
-            path, trusted=not args.untrusted, limits=limits, on_progress=progress, backend=backend
+            path,
+            trusted=not args.untrusted,
+            limits=limits,
+            on_progress=progress,
+            backend=backend,
+            argv=args.script_args,
         )
     finally:
         progress.done()
@@ -283,7 +290,9 @@ def cmd_diff(args: argparse.Namespace) -> int:
     for backend in BACKENDS if against is None else ("engine",):
         progress = Progress(sys.stderr, sys.stderr.isatty() and not args.quiet)
         try:
-            results[backend] = run_scenario(path, trusted=True, on_progress=progress, backend=backend)
+            results[backend] = run_scenario(
+                path, trusted=True, on_progress=progress, backend=backend, argv=args.script_args
+            )
         finally:
             progress.done()
         result = results[backend]
@@ -382,7 +391,11 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--backend", choices=list(BACKENDS), default="engine", help=BACKEND_HELP)
         p.add_argument("-q", "--quiet", action="store_true", help="no progress, no scenario output")
 
-    p_trace = sub.add_parser("trace", help="record a scenario's trace")
+    p_trace = sub.add_parser(
+        "trace",
+        help="record a scenario's trace",
+        epilog="A file's own arguments go after --: trace train.py -- --lr 0.1",
+    )
     run_options(p_trace)
     p_trace.add_argument("-o", "--output", help="output file (default: stdout)")
     p_trace.add_argument("--format", choices=["json", "chrome"], default="json")
@@ -443,7 +456,18 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    # A file's own arguments come after "--" (``trace train.py --backend torch -- --lr 0.1``):
+    # split here, since argparse would read them as its own.
+    script_args: list[str] = []
+    if "--" in argv:
+        at = argv.index("--")
+        argv, script_args = argv[:at], argv[at + 1 :]
     args = build_parser().parse_args(argv)
+    if script_args and args.command not in ("trace", "dot", "diff"):
+        print(f"autograd-lens: {args.command} takes no arguments after --", file=sys.stderr)
+        return 2
+    args.script_args = script_args
     return int(args.func(args))
 
 

@@ -20,9 +20,10 @@ import contextlib
 import gc
 import json
 import re
+import sys
 import threading
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from types import CodeType, TracebackType
@@ -173,6 +174,7 @@ def run_scenario(
     filename: str | None = None,
     on_events: Callable[[list[dict[str, Any]]], None] | None = None,
     backend: str = "engine",
+    argv: Sequence[str] = (),
 ) -> RunResult:
     """Run a scenario and return its trace, or the error that stopped it.
 
@@ -187,13 +189,16 @@ def run_scenario(
     Both are called from another thread than the caller's. ``backend="torch"`` runs the scenario
     against real PyTorch (``engine.trace.torch_backend``: ``import engine`` gives it ``torch``),
     trusted code only. ``RunResult.extra["grads"]`` holds the gradients the scenario's variables
-    end with (``_final_grads``). Never raises for what the scenario does.
+    end with (``_final_grads``). A trusted file runs as ``python FILE ARGV...`` would run it
+    (``_as_script``): its directory first on ``sys.path``, ``sys.argv`` its name and ``argv``.
+    Never raises for what the scenario does.
     """
     limits = limits or Limits()
     if backend not in BACKENDS:
         raise ValueError(f"unknown backend {backend!r} (known: {', '.join(BACKENDS)})")
     if backend == "torch" and not trusted:
         raise ValueError("the torch backend runs trusted local code only (the sandbox knows the engine)")
+    path: Path | None = None  # the file, when the scenario is one
     if isinstance(path_or_text, Path) or (trusted and _names_a_file(path_or_text)):
         path = Path(path_or_text).resolve()
         filename = filename or display_name(path)
@@ -217,16 +222,35 @@ def run_scenario(
         error = RunError("SyntaxError", f"the scenario cannot be parsed: {type(e).__name__}: {e}", filename)
         return RunResult(False, None, error, filename=filename)
     namespace = {"__name__": "__main__", "__file__": filename}
-    return execute(
-        code,
-        namespace,
-        filename=filename,
-        text=text,
-        limits=limits,
-        on_progress=on_progress,
-        on_events=on_events,
-        backend=backend,
-    )
+    with _as_script(path, argv):
+        return execute(
+            code,
+            namespace,
+            filename=filename,
+            text=text,
+            limits=limits,
+            on_progress=on_progress,
+            on_events=on_events,
+            backend=backend,
+        )
+
+
+@contextlib.contextmanager
+def _as_script(path: Path | None, argv: Sequence[str]) -> Iterator[None]:
+    """What ``python path argv...`` sets up for a script, for the duration of a trusted run: a
+    user's training script imports its sibling modules and parses its own arguments, not the
+    CLI's. Undone afterwards."""
+    saved_argv = sys.argv
+    sys.argv = [str(path) if path is not None else UNTRUSTED_FILENAME, *argv]
+    entry = str(path.parent) if path is not None else None
+    if entry is not None:
+        sys.path.insert(0, entry)
+    try:
+        yield
+    finally:
+        sys.argv = saved_argv
+        if entry is not None and entry in sys.path:
+            sys.path.remove(entry)  # the one inserted: the first occurrence
 
 
 def _names_a_file(text: str) -> bool:

@@ -248,3 +248,42 @@ def test_diff_with_equal_events_but_different_grads_exits_1(
 def test_diff_of_an_unknown_scenario_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["diff", "no_such_thing"]) == 2
     assert "no_such_thing" in capsys.readouterr().err
+
+
+SCRIPT = '''import argparse
+import sys
+
+import engine as torch
+from engine.utils.checkpoint import checkpoint
+from helpers import block
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--n", type=int, default=4)
+args = parser.parse_args()
+x = torch.randn(args.n, requires_grad=True)
+checkpoint(block, x, use_reentrant=False).sum().backward()
+print("n", args.n, "argv0", sys.argv[0].rsplit("/", 1)[-1])
+'''
+
+
+def test_a_file_runs_like_python_file_args(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # A user's script imports its sibling modules and parses its own arguments (after --).
+    (tmp_path / "helpers.py").write_text("def block(t):\n    return t.sin().exp()\n")
+    script = tmp_path / "train.py"
+    script.write_text(SCRIPT)
+    argv_before, path_before = list(sys.argv), list(sys.path)
+    out = tmp_path / "t.json"
+    assert main(["trace", str(script), "-o", str(out), "--", "--n", "6"]) == 0
+    assert "n 6 argv0 train.py" in capsys.readouterr().err
+    assert json.loads(out.read_text())["events"][0]["shape"] == [6]
+    assert (sys.argv, sys.path) == (argv_before, path_before)  # undone
+    # Without arguments, the script's defaults; the CLI's own never reach it.
+    assert main(["trace", str(script), "-o", str(out), "-q"]) == 0
+    assert json.loads(out.read_text())["events"][0]["shape"] == [4]
+
+
+def test_arguments_after_dashes_only_for_commands_that_run_a_file(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["scenarios", "--", "x"]) == 2
+    assert capsys.readouterr().err.strip() == "autograd-lens: scenarios takes no arguments after --"
