@@ -221,7 +221,9 @@ def run_scenario(
     except (ValueError, UnicodeError, RecursionError, MemoryError) as e:
         error = RunError("SyntaxError", f"the scenario cannot be parsed: {type(e).__name__}: {e}", filename)
         return RunResult(False, None, error, filename=filename)
-    namespace = {"__name__": "__main__", "__file__": filename}
+    # A file's __file__ is its real path (it may read data next to itself from any directory);
+    # events and errors name it by ``filename``.
+    namespace = {"__name__": "__main__", "__file__": str(path) if path is not None else filename}
     with _as_script(path, argv):
         return execute(
             code,

@@ -43,7 +43,7 @@ def document_of(trace: Any) -> dict[str, Any]:
 
 
 def annotate(trace: Any) -> list[dict[str, Any]]:
-    """For each event, the reducer's changes (Note [Changes] in state.py) and its caption."""
+    """For each event, the reducer's changes (Note [Changes] in delta.py) and its caption."""
     state = initial_state()
     out = []
     for event in events_of(trace):

@@ -250,7 +250,7 @@ def test_diff_of_an_unknown_scenario_exits_2(capsys: pytest.CaptureFixture[str])
     assert "no_such_thing" in capsys.readouterr().err
 
 
-SCRIPT = '''import argparse
+SCRIPT = """import argparse
 import sys
 
 import engine as torch
@@ -263,7 +263,7 @@ args = parser.parse_args()
 x = torch.randn(args.n, requires_grad=True)
 checkpoint(block, x, use_reentrant=False).sum().backward()
 print("n", args.n, "argv0", sys.argv[0].rsplit("/", 1)[-1])
-'''
+"""
 
 
 def test_a_file_runs_like_python_file_args(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
