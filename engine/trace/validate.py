@@ -221,6 +221,16 @@ _TYPES: dict[str, Callable[[Any], bool]] = {
 }
 
 
+def _any_type(tests: list[Callable[[Any], bool]]) -> Callable[[Any], bool]:
+    # Most fields have one or two types ("integer", ["integer", "null"]): no loop for those.
+    if len(tests) == 1:
+        return tests[0]
+    if len(tests) == 2:
+        first, second = tests
+        return lambda v: first(v) or second(v)
+    return lambda v: any(t(v) for t in tests)
+
+
 def _same(a: Any, b: Any) -> bool:
     """JSON equality: ``true`` is not ``1``."""
     return a == b and isinstance(a, bool) == isinstance(b, bool)
@@ -261,9 +271,8 @@ class _Compiler:
             return self._ref(value)
         if key == "type":
             names = value if isinstance(value, list) else [value]
-            tests = [_TYPES[n] for n in names]
-            wanted = " or ".join(names)
-            return lambda v: None if any(t(v) for t in tests) else ((), f"{_show(v)}{_TYPE_MISMATCH}{wanted}")
+            test, wanted = _any_type([_TYPES[n] for n in names]), " or ".join(names)
+            return lambda v: None if test(v) else ((), f"{_show(v)}{_TYPE_MISMATCH}{wanted}")
         if key == "const":
             return lambda v: None if _same(v, value) else ((), f"{_show(v)} is not {_show(value)}")
         if key == "enum":
