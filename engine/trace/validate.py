@@ -331,8 +331,8 @@ class _Compiler:
             parts = [self.compile(sub) for sub in value]
             return lambda v: next((p for part in parts if (p := part(v)) is not None), None)
         if key == "if":
-            test, then = self.compile(value), self.compile(node.get("then", {}))
-            return lambda v: then(v) if test(v) is None else None
+            condition, then = self.compile(value), self.compile(node.get("then", {}))
+            return lambda v: then(v) if condition(v) is None else None
         if key == "then":
             return None  # with "if"
         raise NotImplementedError(f"schema keyword {key!r} is not supported by engine/trace/validate.py")
