@@ -59,6 +59,7 @@ CHECKPOINT_FIELDS = (
     "type",
     "error",
     "saved",  # inputs_saved: how many tensors (see _Names.compared)
+    "saved_for",  # unpack: the node's name and slot (see _Names.compared)
 )
 
 
@@ -190,6 +191,12 @@ class _Names:
         if kind == "inputs_saved":
             # The tensors are ids; how many there are is what 2.8 (a dummy first) and 2.9+ differ in.
             return {"frame": e.get("frame"), "saved": len(e.get("tensors") or [])}
+        if kind == "unpack":
+            # Which node's saved variable a holder stands for, by the node's name (ids differ);
+            # a torch trace knows it from the first unpack on (its packs come before the node).
+            node = self.nodes.get(e.get("node"))
+            saved_for = f"{node}.{e.get('slot')}" if node is not None else e.get("slot")
+            return {**{k: e[k] for k in CHECKPOINT_FIELDS if k in e}, "saved_for": saved_for}
         if kind in CHECKPOINT_KINDS:
             return {k: e[k] for k in CHECKPOINT_FIELDS if k in e}
         if kind == "tensor_new":

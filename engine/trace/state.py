@@ -425,6 +425,13 @@ def _saved(tx: Tx, state: State, e: Event) -> None:
         "dtype": tensor["dtype"] if tensor else None,
     }
     tx.set(("nodes", node, "saved", str(e.get("slot"))), slot)
+    # A holder whose pack did not know its node (a torch trace) learns it here.
+    where = state["holders"].get(str(holder)) if holder is not None else None
+    if where is not None and (f := _frame_key({"frame": where[0]}, state)) is not None:
+        held = state["frames"][f]["holders"].get(str(where[1]))
+        if held is not None and held["node"] is None:
+            tx.set(("frames", f, "holders", str(where[1]), "node"), e.get("node"))
+            tx.set(("frames", f, "holders", str(where[1]), "slot"), e.get("slot"))
 
 
 def _set_node(tx: Tx, state: State, e: Event, field: str, value: Any) -> None:

@@ -1,5 +1,6 @@
-"""Fixtures of the web app's tests: settings on a temporary database, the app, a TestClient, and
-helpers to wait for a run and to read its event stream."""
+"""Fixtures of the web app's tests: settings on a temporary database, the app, a TestClient, the
+bundled nested_checkpoint scenario run directly and through the API, and helpers to wait for a run
+and to read its event stream."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from fastapi.testclient import TestClient
 
 from app.config import Settings
 from app.main import create_app
+from app.runner import SCENARIOS_DIR, run_scenario
 from app.runs import RunManager
 from app.sandbox import Limits
 
@@ -100,6 +102,21 @@ def finished_run(client: TestClient, run_id: str) -> dict[str, Any]:
     run: dict[str, Any] = client.get(f"/api/runs/{run_id}").json()
     assert run["status"] in ("done", "error"), run
     return run
+
+
+@pytest.fixture(scope="module")
+def nested_direct() -> dict[str, Any]:
+    """nested_checkpoint run directly, the reference the served run is compared with."""
+    result = run_scenario(SCENARIOS_DIR / "nested_checkpoint.py", trusted=True)
+    assert result.ok and result.trace is not None
+    return result.trace
+
+
+@pytest.fixture
+def nested(client: TestClient) -> str:
+    run_id = start_run(client, scenario="nested_checkpoint")
+    assert finished_run(client, run_id)["status"] == "done"
+    return run_id
 
 
 @dataclass

@@ -343,3 +343,16 @@ def test_compare_grads() -> None:
     assert compare_grads({"x": [nan, 1.0]}, {"x": [1.0, 1.0]}) == [
         "x: max abs difference 0 (rtol=1e-05, atol=1e-06), NaN in different places"
     ]
+
+
+def test_a_pack_for_another_nodes_slot_is_a_divergence() -> None:
+    # Which saved variable a holder stands for is compared on its unpacks, by name
+    # ("AddmmBackward0.mat1"): the node ids of two backends differ, the names must not.
+    ours = engine_events("nested_checkpoint")
+    theirs = copy.deepcopy(ours)
+    i = next(i for i, e in enumerate(theirs) if e["kind"] == "unpack" and e["slot"] == "mat2")
+    theirs[i]["slot"] = "mat1"
+    diff = diff_traces(ours, theirs)
+    assert not diff.checkpoint_equal
+    row = diff.rows[diff.first_divergence]
+    assert (row["kind"], row["fields"], row["b"]) == ("unpack", ["saved_for"], i)

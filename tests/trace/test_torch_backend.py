@@ -38,9 +38,24 @@ def test_engine_and_torch_traces_agree(info: ScenarioInfo, torch_oracle: ModuleT
     diff = diff_traces(ours.trace, theirs.trace)
     assert diff.checkpoint_equal, diff.summary()
     assert engine_checkpoint_events(ours.trace["events"]) == engine_checkpoint_events(theirs.trace["events"])
+    # Each holder stands for the same node's slot (torch's are found by probing: Note [Which node
+    # a pack was for]); the diff compares it on unpacks, this says which pack when it fails.
+    assert _packs(theirs.trace) == _packs(ours.trace)
     problems = compare_grads(ours.extra["grads"], theirs.extra["grads"])
     assert ours.extra["grads"] or not ours.ok, "the scenario ends with no gradient to compare"
     assert not problems, problems
+
+
+def _packs(trace: dict[str, Any]) -> list[tuple[Any, ...]]:
+    """Each pack, and the node and slot its holder stands for (its ``saved`` event's)."""
+    events = trace["events"]
+    names = {e["node"]: e["name"] for e in events if e["kind"] == "node_new"}
+    saved_for = {
+        e["holder"]: (names.get(e["node"]), e["slot"])
+        for e in events
+        if e["kind"] == "saved" and e["packed"] == "holder"
+    }
+    return [(e["frame"], e["index"], saved_for.get(e["holder"])) for e in events if e["kind"] == "pack"]
 
 
 def _checkpoint_internals(torch: ModuleType) -> dict[str, Any]:

@@ -86,6 +86,11 @@ class Instrumentation:
         self._setting_up: list[weakref.ref[Any]] = []
         self._next_uuid: uuid.UUID | None = None
         self._quiet = 0  # > 0 while torch formats a tensor for printing
+        # While a new node's saved slots are probed: the (holder, frame) each one unpacks
+        # (Note [Which node a pack was for]).
+        self._probing: list[tuple[Any, Any]] | None = None
+        self._probe_dummy = torch.empty(0)
+        self._to_probe: list[tuple[Any, int]] = []  # new nodes made under checkpoint hooks
         recorder.on_new_node = self._hook_node
 
     def emit(self, kind: str, **fields: Any) -> None:
@@ -176,6 +181,9 @@ class Instrumentation:
                     return holder
 
                 def unpack_hook(holder: Any) -> Any:
+                    if inst._probing is not None:  # See Note [Which node a pack was for]
+                        inst._probing.append((holder, frame))
+                        return inst._probe_dummy
                     gid = inst._unpack_gid()
                     inst.emit("unpack", frame=frame, holder=holder, gid=gid)
                     try:
@@ -288,6 +296,7 @@ class Instrumentation:
                 frame = inst._setting_up[-1]() if inst._setting_up else None
                 tensors = [dummy, *(a for a in args if isinstance(a, inst.Tensor))]
                 inst.emit("inputs_saved", frame=frame, tensors=tensors, node=out.grad_fn)
+                inst._packs_done()
                 return out
 
         return InputSaver
@@ -397,6 +406,55 @@ class Instrumentation:
 
         node.register_prehook(pre_hook)
         node.register_hook(post_hook)
+        if self.rec.hooks and self.rec.hooks[-1]["hooks"] == "checkpoint":
+            # Probed once the call has returned: a node can be met while it is still saving
+            # (its output's tensor_new, from that output's own pack).
+            self._to_probe.append((node, nid))
+
+    def _packs_done(self) -> None:
+        """A call has returned: name the node and slot of its packs, release the rest."""
+        to_probe, self._to_probe = self._to_probe, []
+        if self.rec.pending_packs:
+            for node, nid in to_probe:
+                self._attribute_packs(node, nid)
+        self.emit("t_packs_done")
+
+    def _attribute_packs(self, node: Any, nid: int) -> None:
+        """Which of the checkpoint's holders ``node`` saved, in which slot.
+
+        Note [Which node a pack was for]
+        ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+        torch calls the pack hook while an op builds its node, before the node is reachable from
+        Python, so a ``pack`` is recorded with ``node``/``slot`` null, and no ``saved`` follows it.
+        Once the call has returned, each new node made under the checkpoint's hooks is probed:
+        every ``_saved_<slot>`` (``saved_tensors`` for a custom Function's node) is read with
+        ``_probing`` set, so the checkpoint's unpack hook, instead of unpacking (which would
+        recompute), notes the holder it was handed and returns an empty tensor. That names the
+        node and slot of each pack: the recorder emits the ``saved`` events the engine emits after
+        its packs (``packed: "holder"``), and the holder's later events (``unpack``) carry them.
+        The pack itself stays as it was (its node's ``node_new`` comes after it). Only under the
+        checkpoint's own hooks: a user's unpack hooks must not run.
+        """
+        found: list[tuple[str, Any, Any]] = []
+        self._probing = []
+        try:
+            for attr in dir(node):
+                if attr != "saved_tensors" and not attr.startswith("_saved_"):
+                    continue
+                before = len(self._probing)
+                try:
+                    value = getattr(node, attr)
+                except RuntimeError:  # freed, or nothing saved
+                    continue
+                name = attr.removeprefix("_saved_")
+                probed = self._probing[before:]
+                listed = isinstance(value, list | tuple)
+                for i, (holder, frame) in enumerate(probed):
+                    found.append((f"{name}[{i}]" if listed else name, holder, frame))
+        finally:
+            self._probing = None
+        if found:
+            self.emit("t_pack_node", nid=nid, slots=found)
 
     # --- ops ------------------------------------------------------------------------------------
 
@@ -432,7 +490,7 @@ class Instrumentation:
         self._set(tensor_str, "_str", quiet_str)
 
     def _after_call(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any) -> None:
-        if self._quiet:
+        if self._quiet or self._probing is not None:  # probing runs ops of its own: not the program's
             return
         name = getattr(func, "__name__", "")
         if name in ("__get__", "__set__", "__delete__") or name in _QUIET:
@@ -450,6 +508,7 @@ class Instrumentation:
         self.emit("op", name=name, inputs=inputs, outputs=outputs, node=node)
         if node is not None and not rec.hooks:
             self._report_saved(node, [*outputs, *(a for a in args if isinstance(a, self.Tensor))])
+        self._packs_done()
 
     def _report_saved(self, node: Any, seen: list[Any]) -> None:
         """A node made outside checkpoint hooks: what it saved (once per node). A saved output

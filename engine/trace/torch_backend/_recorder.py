@@ -34,6 +34,9 @@ class TorchRecorder(Recorder):
     """Records torch objects into the engine's trace format."""
 
     def __init__(self, events: list[dict[str, Any]], files: dict[str, str], torch: Any) -> None:
+        # pack events whose node is not known yet, by holder id, with the saved tensor's version
+        # (Note [Which node a pack was for])
+        self._pending_packs: dict[int, tuple[dict[str, Any], int]] = {}
         super().__init__(events, files)
         self.torch = torch
         self._Tensor = torch.Tensor
@@ -182,6 +185,46 @@ class TorchRecorder(Recorder):
         return [self.nid(edge.node), int(edge.output_nr)]
 
     # --- kinds with torch's fields --------------------------------------------------------------
+
+    @property
+    def pending_packs(self) -> bool:
+        return bool(self._pending_packs)
+
+    def _k_pack(self, f: dict[str, Any]) -> None:
+        # Its node and slot are found after the op (Note [Which node a pack was for] in
+        # _instrument.py); the version is the one the tensor had when it was saved.
+        super()._k_pack(f)
+        event = self.events[-1]
+        self._pending_packs[event["holder"]] = (event, int(f["tensor"]._version))
+
+    def _k_t_pack_node(self, f: dict[str, Any]) -> None:
+        """The node a probe found for some pending packs: their ``saved`` events (as the engine
+        emits them right after each pack), and the node and slot of the holders' later events."""
+        nid: int = f["nid"]
+        for slot, holder, frame in f["slots"]:
+            h = self.holder_entry(holder, frame)
+            pending = self._pending_packs.pop(h.hid, None)
+            if pending is None:
+                continue
+            pack, version = pending
+            h.nid, h.slot = nid, slot
+            fields = {
+                "node": nid,
+                "slot": slot,
+                "tensor": pack["tensor"],
+                "packed": "holder",
+                "hooks": "checkpoint",
+                "holder": h.hid,
+                "version": version,
+                "nbytes": 0,
+            }
+            self.append("saved", fields)
+            entry = self._node_by_nid.get(nid)
+            if entry is not None:
+                entry.was_saved = True  # its saved_release comes when backward frees it
+
+    def _k_t_packs_done(self, f: dict[str, Any]) -> None:
+        self._pending_packs.clear()
 
     def _k_t_saved(self, f: dict[str, Any]) -> None:
         """What a node made outside checkpoint hooks saved (read back from its ``_saved_*``)."""
