@@ -95,6 +95,10 @@ class Run(BaseModel):
     backend_label: str = Field(
         description="the backend as shown: its trace's meta.backend once known", examples=["torch 2.8.0"]
     )
+    imported: bool = Field(
+        default=False,
+        description="opened from a trace file (POST /api/traces): recorded elsewhere, nothing ran here",
+    )
     filename: str = Field(description="the file name events' src.file and errors use")
     source: str = Field(description="the scenario's text")
     error: RunErrorInfo | None

@@ -368,6 +368,7 @@ class RunManager:
                         source=job.text,
                         trusted=job.trusted,
                         backend=job.backend,
+                        imported=job.trace is not None,
                     )
                     break
                 except sqlite3.IntegrityError:

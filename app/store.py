@@ -43,7 +43,7 @@ from typing import Any
 
 from app.runner import BACKENDS
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 FINISHED = ("done", "error")
 INTERRUPTED = "interrupted by a server restart"
 
@@ -57,6 +57,7 @@ CREATE TABLE IF NOT EXISTS runs (
     source      TEXT NOT NULL,
     trusted     INTEGER NOT NULL,
     backend     TEXT NOT NULL DEFAULT 'engine',   -- what recorded the trace: 'engine' or 'torch'
+    imported    INTEGER NOT NULL DEFAULT 0,  -- 1: a trace file opened here (POST /api/traces)
     error       TEXT,              -- JSON {"type", "message", "file", "line", "limit"} or NULL
     n_events    INTEGER NOT NULL DEFAULT 0,   -- events stored (what a stream can send now)
     progress    INTEGER NOT NULL DEFAULT 0,   -- events recorded so far by the runner
@@ -85,6 +86,7 @@ CREATE INDEX IF NOT EXISTS runs_status ON runs (status);
 _ADDED_COLUMNS = {
     "backend": "TEXT NOT NULL DEFAULT 'engine'",  # every run of version 1 ran on the engine
     "grads": "TEXT",
+    "imported": "INTEGER NOT NULL DEFAULT 0",  # version 3; every older run ran on this server
 }
 
 
@@ -121,6 +123,7 @@ class RunRecord:
     source: str
     trusted: bool
     backend: str
+    imported: bool  # opened from a trace file: nothing ran on this server
     error: dict[str, Any] | None
     n_events: int
     progress: int
@@ -143,7 +146,7 @@ class Batch:
 
 _RUN_COLUMNS = (
     "id, status, scenario, title, filename, source, trusted, backend, error, n_events, progress, stdout, "
-    "created_at, started_at, finished_at"
+    "created_at, started_at, finished_at, imported"
 )
 
 
@@ -207,6 +210,7 @@ class Store:
         source: str,
         trusted: bool,
         backend: str = "engine",
+        imported: bool = False,
     ) -> RunRecord:
         if backend not in BACKENDS:
             raise ValueError(f"a run's backend is one of {BACKENDS}, not {backend!r}")
@@ -214,8 +218,8 @@ class Store:
         with self._write() as conn:
             conn.execute(
                 "INSERT INTO runs (id, status, scenario, title, filename, source, trusted, backend, "
-                "created_at) VALUES (?, 'queued', ?, ?, ?, ?, ?, ?, ?)",
-                (run_id, scenario, title, filename, source, int(trusted), backend, created),
+                "imported, created_at) VALUES (?, 'queued', ?, ?, ?, ?, ?, ?, ?, ?)",
+                (run_id, scenario, title, filename, source, int(trusted), backend, int(imported), created),
             )
         record = self.get_run(run_id)
         assert record is not None
@@ -242,6 +246,7 @@ class Store:
             created_at=row[12],
             started_at=row[13],
             finished_at=row[14],
+            imported=bool(row[15]),
         )
 
     def run_ids(self) -> list[str]:

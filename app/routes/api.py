@@ -95,6 +95,7 @@ def run_model(record: RunRecord, meta: dict[str, Any] | None = None) -> Run:
         title=record.title,
         backend=record.backend,  # type: ignore[arg-type]
         backend_label=backend_label(record.backend, meta),
+        imported=record.imported,
         filename=record.filename,
         source=record.source,
         error=RunErrorInfo(**record.error) if record.error else None,

@@ -211,6 +211,7 @@ function showBackend(info) {
   el.className = `backend-badge backend-${backend}`;
   el.title = backend === "torch" ? "recorded from real PyTorch" : "recorded from the engine";
   el.hidden = false;
+  $("#run-origin").hidden = !info.imported;
 }
 
 function showStatus(status, text) {

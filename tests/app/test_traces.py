@@ -45,13 +45,14 @@ def test_an_imported_trace_is_a_run_like_any_other(client: TestClient) -> None:
     doc = _trace("nested_checkpoint")
     run = _import(client, doc)
     assert run["status"] == "done" and run["error"] is None
-    assert run["scenario"] is None
+    assert run["scenario"] is None and run["imported"] is True
     assert run["title"] == "Nested checkpoints: Rules 1-6 of the seed"[: len(run["title"])]
     assert run["filename"] == "scenarios/nested_checkpoint.py"
     assert run["source"] == (SCENARIOS_DIR / "nested_checkpoint.py").read_text()
     assert run["backend"] == "engine" and run["n_events"] == len(doc["events"])
     # The same events, changes and captions as the run of the scenario itself.
     ran = finished_run(client, start_run(client, scenario="nested_checkpoint"))
+    assert ran["imported"] is False
     imported = stream_items(read_stream(client, run["id"]))
     original = stream_items(read_stream(client, ran["id"]))
     assert [i["event"]["kind"] for i in imported] == [i["event"]["kind"] for i in original]

@@ -40,6 +40,7 @@ def test_a_pytorch_scripts_trace_opens_in_the_viewer(
     assert page.locator("#run-backend").text_content().startswith("torch 2.8")
     assert page.locator("#run-file").text_content() == "docs/examples/torch_train_step.py"
     assert page.locator("#run-status").text_content() == f"done · {len(events)} events"
+    assert page.locator("#run-origin").is_visible()  # recorded elsewhere: nothing ran here
     assert page.evaluate("window.lens.player.events.length") == len(events)
 
     # The first recomputation: its line is the script's own `loss.backward()`.

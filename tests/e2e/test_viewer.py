@@ -123,6 +123,7 @@ def test_home_page_lists_scenarios_and_opens_one(page: Page, live_server: str) -
     page.wait_for_url(re.compile(r"/runs/[^/?]+"))
     page.wait_for_function("document.body.dataset.ready === '1'")
     assert page.locator("#run-title").text_content() == "Nested checkpoints"
+    assert not page.locator("#run-origin").is_visible()  # it ran here: no "trace file" badge
 
 
 def test_step_to_the_first_recomputation_and_back(
