@@ -5,7 +5,7 @@
 // (POST /api/traces).
 
 import { getJSON, postFile, postJSON, readConfig } from "./api.js";
-import { captionHTML, esc } from "./format.js";
+import { bytes, captionHTML, esc } from "./format.js";
 
 const $ = (sel) => document.querySelector(sel);
 const config = readConfig();
@@ -141,10 +141,15 @@ function main() {
     if (!file) return;
     showError("#trace-error", null);
     document.body.classList.add("busy");
+    // A big trace takes seconds to send and check (every event is): say so meanwhile.
+    const progress = $("#trace-progress");
+    progress.textContent = `Sending and checking ${file.name} (${bytes(file.size)})…`;
+    progress.hidden = false;
     try {
       const created = await postFile("/api/traces", file);
       location.assign(created.url);
     } catch (err) {
+      progress.hidden = true;
       showError("#trace-error", err);
       document.body.classList.remove("busy");
       e.target.value = ""; // choosing the same file again, once fixed, fires "change" again

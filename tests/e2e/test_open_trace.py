@@ -68,5 +68,6 @@ def test_a_file_that_is_no_trace_is_refused_on_the_home_page(
     error = page.locator("#trace-error")
     error.wait_for()
     assert "Chrome trace" in error.text_content()
+    assert not page.locator("#trace-progress").is_visible()  # the "checking…" line is gone
     assert page.url.rstrip("/") == live_server  # still on the home page
     screenshot(page, "trace-file-refused")
