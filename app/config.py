@@ -10,6 +10,7 @@
 | ``AUTOGRAD_LENS_MAX_PENDING`` | ``16`` | runs queued or running before ``POST /api/runs`` answers 503 |
 | ``AUTOGRAD_LENS_MAX_UPLOAD_BYTES`` | ``1000000`` | the longest scenario text accepted (UTF-8 bytes) |
 | ``AUTOGRAD_LENS_MAX_TRACE_BYTES`` | ``100000000`` | the largest trace document ``POST /api/traces`` takes |
+| ``AUTOGRAD_LENS_KEEP_RUNS`` | ``0`` | the newest finished runs kept, older ones deleted (0: all kept) |
 | ``AUTOGRAD_LENS_BATCH_EVENTS`` | ``500`` | events per stored batch and per SSE message |
 | ``AUTOGRAD_LENS_LIMIT_<FIELD>`` | ``Limits()`` | a field of ``app.sandbox.Limits`` (``..._CPU_SECONDS=2``) |
 
@@ -44,6 +45,7 @@ class Settings:
     max_pending: int = 16
     max_upload_bytes: int = 1_000_000
     max_trace_bytes: int = 100_000_000
+    keep_runs: int = 0  # 0: keep every run
     batch_events: int = 500
     limits: Limits = field(default_factory=Limits)
     templates_dir: Path = PROJECT_ROOT / "templates"
@@ -53,6 +55,8 @@ class Settings:
         for name in ("workers", "max_pending", "max_upload_bytes", "max_trace_bytes", "batch_events"):
             if getattr(self, name) < 1:
                 raise ValueError(f"Settings.{name} must be at least 1, not {getattr(self, name)}")
+        if self.keep_runs < 0:
+            raise ValueError(f"Settings.keep_runs must be 0 (keep every run) or more, not {self.keep_runs}")
 
     @property
     def database(self) -> Path:
@@ -96,6 +100,7 @@ class Settings:
             "max_pending": get("MAX_PENDING", int, 16),
             "max_upload_bytes": get("MAX_UPLOAD_BYTES", int, 1_000_000),
             "max_trace_bytes": get("MAX_TRACE_BYTES", int, 100_000_000),
+            "keep_runs": get("KEEP_RUNS", int, 0),
             "batch_events": get("BATCH_EVENTS", int, 500),
             "limits": Limits(**limit_values),
         }

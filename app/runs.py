@@ -412,6 +412,20 @@ class RunManager:
             with self._lock:
                 self._futures.pop(run_id, None)
             self.notify(run_id)
+            self._prune()
+
+    def _prune(self) -> None:
+        """Keep the newest ``Settings.keep_runs`` finished runs (0: all of them)."""
+        if self.settings.keep_runs:
+            try:
+                deleted = self.store.prune(self.settings.keep_runs)
+            except sqlite3.Error:  # the next finished run tries again
+                log.exception("deleting old runs failed")
+                return
+            if deleted:
+                log.info(
+                    "deleted %d old runs (AUTOGRAD_LENS_KEEP_RUNS=%d)", len(deleted), self.settings.keep_runs
+                )
 
     def _streamer(self, run_id: str, writer: EventWriter) -> Callable[[list[Event]], None]:
         """``on_events`` of a run: store each batch as it comes (Note [Events while running])."""

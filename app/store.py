@@ -249,6 +249,19 @@ class Store:
             imported=bool(row[15]),
         )
 
+    def prune(self, keep: int) -> list[str]:
+        """Delete the finished runs older than the newest ``keep`` finished ones, with their
+        events (``AUTOGRAD_LENS_KEEP_RUNS``). Runs still queued or running are never deleted.
+        Returns the ids deleted. SQLite reuses the freed pages; the file does not shrink."""
+        with self._write() as conn:
+            rows = conn.execute(
+                "SELECT id FROM runs WHERE status IN ('done', 'error') "
+                "ORDER BY created_at DESC, id DESC LIMIT -1 OFFSET ?",
+                (keep,),
+            ).fetchall()
+            conn.executemany("DELETE FROM runs WHERE id = ?", rows)  # batches: ON DELETE CASCADE
+        return [r[0] for r in rows]
+
     def run_ids(self) -> list[str]:
         with self._connect() as conn:
             return [r[0] for r in conn.execute("SELECT id FROM runs ORDER BY created_at, id")]

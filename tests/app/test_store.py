@@ -175,3 +175,16 @@ def test_the_event_writer_stores_annotated_batches(store: Store) -> None:
     assert [i["event"] for i in stored] == json.loads(json.dumps(events))
     derived = [{"changes": i["changes"], "caption": i["caption"]} for i in stored]
     assert derived == json.loads(json.dumps(annotate(events)))
+
+
+def test_prune_keeps_the_newest_finished_runs_and_every_unfinished_one(store: Store) -> None:
+    for i in range(5):
+        store.create_run(f"run{i}", scenario=None, title="t", filename="t.py", source="", trusted=False)
+        store.append_batch(f"run{i}", 0, items(0, 3))
+    for i in (0, 2, 3, 4):  # run1 is still queued: never deleted, however old
+        store.finish(f"run{i}", status="done", error=None)
+    assert store.prune(2) == ["run2", "run0"]
+    assert store.run_ids() == ["run1", "run3", "run4"]
+    with sqlite3.connect(store.path) as conn:  # their events went with them
+        assert {r[0] for r in conn.execute("SELECT DISTINCT run_id FROM batches")} == {"run1", "run3", "run4"}
+    assert store.prune(2) == []

@@ -160,3 +160,13 @@ def test_a_trace_larger_than_the_limit_is_refused(tmp_path: Path) -> None:
     with TestClient(create_app(settings)) as client:
         assert size > settings.max_body_bytes
         assert _post(client, doc).status_code == 201
+
+
+def test_old_runs_go_when_keep_runs_is_set(tmp_path: Path) -> None:
+    # AUTOGRAD_LENS_KEEP_RUNS: an uploaded trace can be 100 MB; a server can keep the newest N.
+    doc = _trace("single_checkpoint")
+    with TestClient(create_app(Settings(data_dir=tmp_path / "data", keep_runs=1))) as client:
+        first = _import(client, doc)
+        second = _import(client, doc)
+        assert client.get(f"/api/runs/{first['id']}").status_code == 404
+        assert client.get(f"/api/runs/{second['id']}").json()["status"] == "done"
