@@ -13,12 +13,13 @@ from engine.utils.checkpoint import CheckpointPolicy, checkpoint, create_selecti
 
 torch.manual_seed(0)
 
-# The op `func` is `engine.ops.mm` in the engine (`aten.mm.default` in PyTorch).
-SAVE = ["engine.ops.mm", "aten.mm.default"]
+# The ops to keep, by PyTorch's names. `func` is the op itself: it prints as `engine.ops.mm` in
+# the engine (`aten.mm.default` in PyTorch), and it is `torch.ops.aten.mm.default` in both.
+SAVE = {torch.ops.aten.mm.default}
 
 
 def policy(ctx, func, *args, **kwargs):
-    decision = CheckpointPolicy.MUST_SAVE if str(func) in SAVE else CheckpointPolicy.PREFER_RECOMPUTE
+    decision = CheckpointPolicy.MUST_SAVE if func in SAVE else CheckpointPolicy.PREFER_RECOMPUTE
     print("policy:", func, "recompute" if ctx.is_recompute else "forward", "->", decision.name)
     return decision
 

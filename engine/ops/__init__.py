@@ -1,5 +1,6 @@
 """The op table. ``engine.ops.<name>`` is an op object (``engine.ops.mm.name == "mm"``), the
-engine's counterpart of ``torch.ops.aten.mm.default``; ``OPS`` maps every name to its entry.
+engine's counterpart of ``torch.ops.aten.mm.default``, which ``engine.ops.aten.mm.default`` also
+names (Note [Aten overload names] in ``_aten.py``); ``OPS`` maps every name to its entry.
 
 Adding an op = one ``@op`` entry in the module of its family (kernel, formulas, samples); its
 method, its ``engine.<name>`` function, its saved tensors and its tests all follow from it.
@@ -27,9 +28,10 @@ from engine.ops import (  # noqa: F401  (each registers its ops)
     softmax,
     tensor_indexing,
 )
+from engine.ops._aten import aten
 from engine.ops._dispatch import OPS, CompositeOp, DispatchMode, Op, composite, op
 
-__all__ = ["OPS", "CompositeOp", "DispatchMode", "Op", "composite", "op"]
+__all__ = ["OPS", "CompositeOp", "DispatchMode", "Op", "aten", "composite", "op"]
 
 # engine.ops.sin, engine.ops.pow_Tensor_Scalar ("pow.Tensor_Scalar"), engine.ops.sum (a router).
 for _name, _entry in OPS.items():
