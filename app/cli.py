@@ -330,19 +330,17 @@ def cmd_diff(args: argparse.Namespace) -> int:
 
 
 def _read_against(path: str) -> dict[str, Any] | int:
-    """The trace file of ``diff --against``, checked; or the exit code of a usage error."""
-    from engine.trace.validate import TraceDocumentError, check_document
+    """The trace file of ``diff --against``, checked as an upload is (``app.imported``); or the
+    exit code of a usage error."""
+    from app.imported import BadTrace, read_trace
 
     try:
-        doc = json.loads(Path(path).read_text(encoding="utf-8"))
-        check_document(doc)
+        return read_trace(Path(path).read_bytes())
     except OSError as e:
         print(f"autograd-lens: cannot read {path}: {e.strerror or e}", file=sys.stderr)
-        return 2
-    except (ValueError, TraceDocumentError) as e:  # JSONDecodeError is a ValueError
+    except BadTrace as e:
         print(f"autograd-lens: {path} is not a trace: {e}", file=sys.stderr)
-        return 2
-    return doc  # type: ignore[no-any-return]
+    return 2
 
 
 def _diff_text(summary: str, grads: dict[str, object], equal: bool) -> str:

@@ -84,24 +84,23 @@ class Settings:
             except ValueError as e:
                 raise ValueError(f"{PREFIX}{name}={raw!r} is not valid: {e}") from None
 
-        data_dir = Path(get("DATA_DIR", str, "data"))
-        limits = Limits()
+        defaults = cls()
         limit_values: dict[str, Any] = {}
         for f in dataclasses.fields(Limits):
-            default = getattr(limits, f.name)
+            default = getattr(defaults.limits, f.name)
             parse_limit: Callable[[str], Any] = float if isinstance(default, float) else int
             limit_values[f.name] = get(f"LIMIT_{f.name.upper()}", parse_limit, default)
         values: dict[str, Any] = {
-            "data_dir": data_dir,
-            "db_path": get("DB", Path, None),
-            "host": get("HOST", str, "127.0.0.1"),
-            "port": get("PORT", _port, 8000),
-            "workers": get("WORKERS", int, 2),
-            "max_pending": get("MAX_PENDING", int, 16),
-            "max_upload_bytes": get("MAX_UPLOAD_BYTES", int, 1_000_000),
-            "max_trace_bytes": get("MAX_TRACE_BYTES", int, 100_000_000),
-            "keep_runs": get("KEEP_RUNS", int, 0),
-            "batch_events": get("BATCH_EVENTS", int, 500),
+            "data_dir": get("DATA_DIR", Path, defaults.data_dir),
+            "db_path": get("DB", Path, defaults.db_path),
+            "host": get("HOST", str, defaults.host),
+            "port": get("PORT", _port, defaults.port),
+            "workers": get("WORKERS", int, defaults.workers),
+            "max_pending": get("MAX_PENDING", int, defaults.max_pending),
+            "max_upload_bytes": get("MAX_UPLOAD_BYTES", int, defaults.max_upload_bytes),
+            "max_trace_bytes": get("MAX_TRACE_BYTES", int, defaults.max_trace_bytes),
+            "keep_runs": get("KEEP_RUNS", int, defaults.keep_runs),
+            "batch_events": get("BATCH_EVENTS", int, defaults.batch_events),
             "limits": Limits(**limit_values),
         }
         values.update(overrides)

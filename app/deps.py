@@ -37,16 +37,21 @@ def not_found(run_id: str) -> HTTPException:
     return HTTPException(404, f"no run with id {run_id!r}")
 
 
-async def get_run(run_id: str, manager: ManagerDep) -> RunRecord:
-    """The run named in the path, or 404. A malformed id is a 404 too (it names no run), checked
-    before it reaches the database."""
+def find_run(manager: RunManager, run_id: str) -> RunRecord:
+    """The run with this id, or 404. A malformed id is a 404 too (it names no run), checked
+    before it reaches the database. Blocking: call it from a worker thread."""
     if not RUN_ID_RE.fullmatch(run_id):
         raise not_found(run_id)
-    await run_in_threadpool(manager.start)  # no-op once started (see RunManager.start)
-    record = await run_in_threadpool(manager.store.get_run, run_id)
+    manager.start()  # no-op once started (see RunManager.start)
+    record = manager.store.get_run(run_id)
     if record is None:
         raise not_found(run_id)
     return record
+
+
+async def get_run(run_id: str, manager: ManagerDep) -> RunRecord:
+    """The run named in the path, or 404."""
+    return await run_in_threadpool(find_run, manager, run_id)
 
 
 RunDep = Annotated[RunRecord, Depends(get_run)]

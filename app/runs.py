@@ -47,6 +47,7 @@ from app.imported import describe, imported_result
 from app.runner import (
     BACKENDS,
     SCENARIOS_DIR,
+    RunError,
     RunResult,
     ScenarioInfo,
     display_name,
@@ -523,4 +524,5 @@ class RunManager:
 
 
 def _error_dict(type_: str, message: str) -> dict[str, Any]:
-    return {"type": type_, "message": message, "file": None, "line": None, "limit": None}
+    """A run's error not tied to a scenario line, as the store keeps it."""
+    return asdict(RunError(type_, message))

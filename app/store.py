@@ -36,12 +36,12 @@ import math
 import sqlite3
 import zlib
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from app.runner import BACKENDS
+from app.runner import BACKENDS, RunError
 
 SCHEMA_VERSION = 3
 FINISHED = ("done", "error")
@@ -316,7 +316,7 @@ class Store:
     def mark_interrupted(self, message: str = INTERRUPTED) -> list[str]:
         """Runs left queued or running by a previous server process: they will never finish, so
         they end as errors (their stored events stay readable). Returns their ids."""
-        error = {"type": "Interrupted", "message": message, "file": None, "line": None, "limit": None}
+        error = asdict(RunError("Interrupted", message))
         with self._write() as conn:
             ids = [r[0] for r in conn.execute("SELECT id FROM runs WHERE status IN ('queued', 'running')")]
             conn.execute(
@@ -334,22 +334,24 @@ class Store:
             return None
         return (json.loads(row[0]) if row[0] else {}), (json.loads(row[1]) if row[1] else {})
 
+    def _column(self, run_id: str, column: str) -> Any:
+        """One column of a run's row; ``None`` when it is NULL or there is no such run."""
+        with self._connect() as conn:
+            row = conn.execute(f"SELECT {column} FROM runs WHERE id = ?", (run_id,)).fetchone()
+        return row[0] if row else None
+
     def trace_json(self, run_id: str) -> str | None:
         """The trace document stored when the run finished, if it was."""
-        with self._connect() as conn:
-            row = conn.execute("SELECT trace FROM runs WHERE id = ?", (run_id,)).fetchone()
-        return zlib.decompress(row[0]).decode("utf-8") if row and row[0] is not None else None
+        blob = self._column(run_id, "trace")
+        return zlib.decompress(blob).decode("utf-8") if blob is not None else None
 
     def grads(self, run_id: str) -> dict[str, Any] | None:
         """The final gradients stored when the run finished (``None``: none were reported)."""
-        with self._connect() as conn:
-            row = conn.execute("SELECT grads FROM runs WHERE id = ?", (run_id,)).fetchone()
-        return dict(json.loads(row[0])) if row and row[0] else None
+        text = self._column(run_id, "grads")
+        return dict(json.loads(text)) if text else None
 
     def dot(self, run_id: str) -> str | None:
-        with self._connect() as conn:
-            row = conn.execute("SELECT dot FROM runs WHERE id = ?", (run_id,)).fetchone()
-        return row[0] if row else None
+        return self._column(run_id, "dot")  # type: ignore[no-any-return]
 
     # --- events ----------------------------------------------------------------------------------
 

@@ -10,10 +10,10 @@ Ratios, not absolute times, are what to compare between runs and machines.
 from __future__ import annotations
 
 import statistics
-import time
 from collections.abc import Callable
 
 import numpy as np
+from _timing import rounds
 
 import engine
 
@@ -24,13 +24,7 @@ except ImportError:  # the bench still reports engine vs NumPy
 
 
 def timeit(fn: Callable[[], object], repeat: int = 7, number: int = 200) -> float:
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        for _ in range(number):
-            fn()
-        times.append((time.perf_counter() - t0) / number)
-    return statistics.median(times)
+    return statistics.median(rounds(fn, repeat, number))
 
 
 def unary_chain(lib: object, x: object) -> Callable[[], object]:
@@ -46,8 +40,14 @@ def main() -> None:
         return np.tanh(np.exp(np.sin(a)))
 
     ex = engine.tensor(a, requires_grad=True)
-    rows.append(("3 unary ops, 32x32, forward with graph", timeit(lambda: ex.sin().exp().tanh()),
-                 timeit(np_fwd), None))
+    rows.append(
+        (
+            "3 unary ops, 32x32, forward with graph",
+            timeit(lambda: ex.sin().exp().tanh()),
+            timeit(np_fwd),
+            None,
+        )
+    )
     if torch is not None:
         tx = torch.tensor(a, requires_grad=True)
         rows[-1] = (*rows[-1][:3], timeit(lambda: tx.sin().exp().tanh()))
@@ -83,8 +83,14 @@ def main() -> None:
             ((tx @ tb).tanh() * tx).sum().backward()
 
         t_torch = timeit(torch_step, number=50)
-    rows.append(("matmul-tanh-mul-sum forward+backward", timeit(engine_step, number=50),
-                 timeit(np_step, number=50), t_torch))
+    rows.append(
+        (
+            "matmul-tanh-mul-sum forward+backward",
+            timeit(engine_step, number=50),
+            timeit(np_step, number=50),
+            t_torch,
+        )
+    )
 
     print(f"{'workload':44s} {'engine':>10s} {'numpy':>10s} {'torch':>10s} {'eng/np':>8s} {'eng/torch':>9s}")
     for name, te, tn, tt in rows:

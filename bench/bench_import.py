@@ -22,10 +22,10 @@ import argparse
 import copy
 import json
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from _timing import best
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -34,15 +34,6 @@ from app.runner import SCENARIOS_DIR, run_scenario  # noqa: E402
 from engine.trace.captions import caption  # noqa: E402
 from engine.trace.state import initial_state, step  # noqa: E402
 from engine.trace.validate import INTRODUCES, REFERS, check_document  # noqa: E402
-
-
-def best(fn: Callable[[], object], repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
 
 
 def repeated(doc: dict[str, Any], copies: int) -> dict[str, Any]:

@@ -26,21 +26,12 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
 
+from _timing import best
+
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def best(fn: Callable[[], object], repeat: int, number: int) -> float:
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        for _ in range(number):
-            fn()
-        times.append((time.perf_counter() - t0) / number)
-    return min(times)
 
 
 def worker(repeat: int, number: int) -> dict[str, float]:

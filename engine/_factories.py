@@ -207,10 +207,10 @@ def _like(t: Tensor, dtype: dtype | None) -> tuple[tuple[int, ...], dtype]:
 
 
 def zeros_like(
-    input: Tensor,
+    input: Tensor,  # noqa: A002
     dtype: dtype | None = None,
     device: Any = None,
-    requires_grad: bool = False,  # noqa: A002
+    requires_grad: bool = False,
     memory_format: Any = None,
 ) -> Tensor:
     shape, d = _like(input, dtype)
@@ -218,10 +218,10 @@ def zeros_like(
 
 
 def ones_like(
-    input: Tensor,
+    input: Tensor,  # noqa: A002
     dtype: dtype | None = None,
     device: Any = None,
-    requires_grad: bool = False,  # noqa: A002
+    requires_grad: bool = False,
     memory_format: Any = None,
 ) -> Tensor:
     shape, d = _like(input, dtype)
@@ -229,20 +229,20 @@ def ones_like(
 
 
 def empty_like(
-    input: Tensor,
+    input: Tensor,  # noqa: A002
     dtype: dtype | None = None,
     device: Any = None,
-    requires_grad: bool = False,  # noqa: A002
+    requires_grad: bool = False,
     memory_format: Any = None,
 ) -> Tensor:
     return zeros_like(input, dtype=dtype, requires_grad=requires_grad)
 
 
 def full_like(
-    input: Tensor,
+    input: Tensor,  # noqa: A002
     fill_value: Any,
     dtype: dtype | None = None,
-    device: Any = None,  # noqa: A002
+    device: Any = None,
     requires_grad: bool = False,
 ) -> Tensor:
     shape, d = _like(input, dtype)
@@ -250,10 +250,10 @@ def full_like(
 
 
 def rand_like(
-    input: Tensor,
+    input: Tensor,  # noqa: A002
     dtype: dtype | None = None,
     device: Any = None,
-    requires_grad: bool = False,  # noqa: A002
+    requires_grad: bool = False,
     generator: Generator | None = None,
 ) -> Tensor:
     shape, d = _like(input, dtype)
@@ -261,10 +261,10 @@ def rand_like(
 
 
 def randn_like(
-    input: Tensor,
+    input: Tensor,  # noqa: A002
     dtype: dtype | None = None,
     device: Any = None,
-    requires_grad: bool = False,  # noqa: A002
+    requires_grad: bool = False,
     generator: Generator | None = None,
 ) -> Tensor:
     shape, d = _like(input, dtype)

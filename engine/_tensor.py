@@ -547,5 +547,15 @@ def _wrap_dim(dim: int, ndim: int) -> int:
     return dim % n
 
 
+def _typename(obj: object) -> str:
+    """``torch.typename``: a tensor is named by its dtype's legacy type ("engine.FloatTensor"),
+    whatever its class; anything else by its class. Used in nn and optim error messages."""
+    if isinstance(obj, Tensor):
+        return f"engine.{obj._dtype._legacy_name}"
+    module = type(obj).__module__
+    name = type(obj).__qualname__
+    return name if module == "builtins" else f"{module}.{name}"
+
+
 # The autograd-facing methods (backward, hooks, retain_grad, casts): see _tensor_autograd.py.
 from engine import _tensor_autograd  # noqa: E402, F401

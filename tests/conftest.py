@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
+from typing import NoReturn
 
 import pytest
 
@@ -20,6 +22,14 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent
 # set, wins (an interpreter of your own, with torch 2.13.0 and numpy).
 TORCH213_POINTER = PROJECT_ROOT / ".venv" / "autograd_lens_torch213"
 TORCH213_ENV = "AUTOGRAD_LENS_TORCH213"
+
+
+def unavailable(why: str) -> NoReturn:
+    """Something a test needs is missing: a skip on a developer's machine, a failure in CI (``CI``
+    set), where everything must be installed."""
+    if os.environ.get("CI"):
+        pytest.fail(why)
+    pytest.skip(why)
 
 
 def load_torch() -> tuple[ModuleType | None, str]:
@@ -40,9 +50,7 @@ def torch_oracle() -> ModuleType:
     """Real torch 2.8.0. Missing in CI is a failure, never a skip."""
     torch, why = load_torch()
     if torch is None:
-        if os.environ.get("CI"):
-            pytest.fail(why)
-        pytest.skip(why)
+        unavailable(why)
     torch.set_default_dtype(torch.float32)
     return torch
 
@@ -83,10 +91,17 @@ def torch213_python() -> Path:
     import engine). Missing in CI is a failure, never a skip."""
     python, why = find_torch213()
     if python is None:
-        if os.environ.get("CI"):
-            pytest.fail(why)
-        pytest.skip(why)
+        unavailable(why)
     return python
+
+
+@pytest.fixture(scope="session")
+def graphviz_dot() -> str:
+    """Graphviz's ``dot`` binary. Missing in CI is a failure, never a skip."""
+    dot = shutil.which("dot")
+    if dot is None:
+        unavailable("Graphviz's dot is not installed: run scripts/setup.sh")
+    return dot
 
 
 @pytest.fixture(autouse=True)

@@ -28,7 +28,7 @@ from app.runs import (
     backend_label,
 )
 from app.store import RunRecord, Store
-from engine.trace.export import to_chrome, to_json
+from engine.trace.export import SCHEMA, VERSION, to_chrome, to_json
 from engine.trace.state import initial_state
 
 router = APIRouter(prefix="/api", tags=["api"])
@@ -81,7 +81,17 @@ def create_run(body: RunCreate, manager: ManagerDep, response: Response) -> RunC
     except SourceTooLarge as e:
         raise HTTPException(413, str(e)) from None
     except ServerBusy as e:
-        raise HTTPException(503, str(e), headers={"Retry-After": "5"}) from None
+        raise busy(e) from None
+    return created(record, response)
+
+
+def busy(e: ServerBusy) -> HTTPException:
+    """503: no more runs for now; a client may try again in a few seconds."""
+    return HTTPException(503, str(e), headers={"Retry-After": "5"})
+
+
+def created(record: RunRecord, response: Response) -> RunCreated:
+    """The answer of a request that made a run (201), its API address in ``Location``."""
     response.headers["Location"] = f"/api/runs/{record.id}"
     return RunCreated(id=record.id, status=record.status, url=f"/runs/{record.id}")  # type: ignore[arg-type]
 
@@ -128,8 +138,8 @@ def trace_document(store: Store, run_id: str, *, derived: bool = False) -> dict[
     meta, sources = parts if parts is not None else ({}, {})
     items = list(store.items(run_id))
     doc: dict[str, Any] = {
-        "schema": "autograd-lens/trace",
-        "version": 1,
+        "schema": SCHEMA,
+        "version": VERSION,
         "meta": meta,
         "sources": sources,
         "events": [item["event"] for item in items],
@@ -137,6 +147,13 @@ def trace_document(store: Store, run_id: str, *, derived: bool = False) -> dict[
     if derived:
         doc["derived"] = [{"changes": i["changes"], "caption": i["caption"]} for i in items]
     return doc
+
+
+def stored_trace(store: Store, run_id: str) -> dict[str, Any]:
+    """The trace document of a finished run: as stored when it finished, else (a run a restart
+    interrupted) rebuilt from its batches."""
+    text = store.trace_json(run_id)
+    return json.loads(text) if text is not None else trace_document(store, run_id)
 
 
 _JSON_FILE: dict[int | str, dict[str, Any]] = {200: {"content": {"application/json": {}}}, **_404, **_409}
@@ -169,9 +186,7 @@ async def trace_chrome(
     _finished(run)
 
     def build() -> str:
-        text = manager.store.trace_json(run.id)
-        doc = json.loads(text) if text is not None else trace_document(manager.store, run.id)
-        return to_chrome(doc["events"], clock=clock)
+        return to_chrome(stored_trace(manager.store, run.id)["events"], clock=clock)
 
     return _download(await run_in_threadpool(build), "application/json", f"{run.id}.chrome.json")
 

@@ -3,17 +3,16 @@ gradients compared (docs/diff.md). Typically the engine run and the torch run of
 
 from __future__ import annotations
 
-import json
 from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Query
 from fastapi.responses import Response
 from starlette.concurrency import run_in_threadpool
 
-from app.deps import ManagerDep, not_found
+from app.deps import ManagerDep, find_run
 from app.models import ErrorResponse, TraceDiffResponse
-from app.routes.api import trace_document
-from app.runs import RUN_ID_RE, RunManager, backend_label
+from app.routes.api import stored_trace
+from app.runs import RunManager, backend_label
 from app.store import RunRecord, dumps
 from engine.trace.diff import diff_traces, grads_verdict
 
@@ -30,23 +29,13 @@ def labels(a: RunRecord, b: RunRecord) -> tuple[str, str]:
     return f"{a.backend} {a.id}", f"{b.backend} {b.id}"
 
 
-def _run(manager: RunManager, run_id: str) -> RunRecord:
-    record = manager.store.get_run(run_id) if RUN_ID_RE.fullmatch(run_id) else None
-    if record is None:
-        raise not_found(run_id)
-    return record
-
-
 def build_diff(manager: RunManager, a_id: str, b_id: str) -> dict[str, Any]:
     """The response of ``GET /api/diff`` (``TraceDiffResponse``), or 404/409."""
-    runs = {"a": _run(manager, a_id), "b": _run(manager, b_id)}
+    runs = {"a": find_run(manager, a_id), "b": find_run(manager, b_id)}
     for run in runs.values():
         if not run.finished:
             raise HTTPException(409, f"run {run.id} is {run.status}: a diff needs both runs finished")
-    docs = {}
-    for side, run in runs.items():
-        text = manager.store.trace_json(run.id)
-        docs[side] = json.loads(text) if text is not None else trace_document(manager.store, run.id)
+    docs = {side: stored_trace(manager.store, run.id) for side, run in runs.items()}
     la, lb = labels(runs["a"], runs["b"])
     diff = diff_traces(docs["a"], docs["b"], a_label=la, b_label=lb)
     grads = grads_verdict(
@@ -86,7 +75,6 @@ async def trace_diff(
 ) -> Response:
     """Align two finished runs' events side by side: are the checkpoint events identical (only
     holder GC order may differ), where do they first diverge, and are the final gradients equal?"""
-    await run_in_threadpool(manager.start)
     body = await run_in_threadpool(build_diff, manager, a, b)
     # Serialised once here: a long trace has as many rows as events, and validating each through
     # the response model would cost more than the diff itself.

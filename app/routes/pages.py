@@ -16,10 +16,10 @@ from fastapi.responses import HTMLResponse
 from jinja2.utils import htmlsafe_json_dumps
 
 from app import runs
-from app.deps import ManagerDep, RunDep, TemplatesDep, not_found
+from app.deps import ManagerDep, RunDep, TemplatesDep, find_run
 from app.models import ErrorResponse
 from app.runner import list_scenarios
-from app.runs import RUN_ID_RE, backend_version
+from app.runs import backend_version
 
 router = APIRouter(tags=["pages"])
 
@@ -83,13 +83,7 @@ def run_page(request: Request, run: RunDep, templates: TemplatesDep, step: str |
 )
 def diff_page(request: Request, manager: ManagerDep, templates: TemplatesDep, a: str, b: str) -> HTMLResponse:
     """Two runs side by side (``GET /api/diff``), once both have finished: the page waits for them."""
-    manager.start()  # no-op once started (see RunManager.start)
-    titles = []
-    for run_id in (a, b):
-        record = manager.store.get_run(run_id) if RUN_ID_RE.fullmatch(run_id) else None
-        if record is None:
-            raise not_found(run_id)
-        titles.append(record.title)
+    titles = [find_run(manager, run_id).title for run_id in (a, b)]
     config = {
         "page": "diff",
         "a": a,

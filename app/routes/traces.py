@@ -12,6 +12,7 @@ from starlette.concurrency import run_in_threadpool
 from app.deps import ManagerDep
 from app.imported import BadTrace, read_trace
 from app.models import ErrorResponse, RunCreated
+from app.routes.api import busy, created
 from app.runs import ServerBusy
 
 router = APIRouter(prefix="/api", tags=["api"])
@@ -48,6 +49,5 @@ async def import_trace(request: Request, manager: ManagerDep, response: Response
     try:
         record = await run_in_threadpool(manager.create_imported, doc)
     except ServerBusy as e:
-        raise HTTPException(503, str(e), headers={"Retry-After": "5"}) from None
-    response.headers["Location"] = f"/api/runs/{record.id}"
-    return RunCreated(id=record.id, status=record.status, url=f"/runs/{record.id}")  # type: ignore[arg-type]
+        raise busy(e) from None
+    return created(record, response)

@@ -60,10 +60,8 @@ _FAST_SEED = 67280421310721  # PyTorch's default CPU seed, for a fresh generator
 
 def _vec_from_tensor(x: Tensor, gen: np.random.Generator, downcast_complex: bool = False) -> Array:
     """A random unit vector with ``x.numel()`` entries (real when ``downcast_complex``)."""
-    dtype = x.dtype._np
-    if downcast_complex and x.is_complex():
-        dtype = np.real(np.zeros((), dtype=dtype)).dtype
-    vec = gen.random(x.numel()).astype(dtype)
+    dtype = x.dtype.to_real() if downcast_complex else x.dtype
+    vec = gen.random(x.numel()).astype(dtype._np)
     return vec / np.linalg.norm(vec)
 
 

@@ -282,11 +282,8 @@ def jvp(
         grad_outputs = tuple(engine.zeros_like(out, requires_grad=True) for out in outputs_t)
         grad_inputs = _autograd_grad(outputs_t, inputs_t, grad_outputs, create_graph=True)
         _check_requires_grad(grad_inputs, "grad_inputs", strict=strict)
-    if create_graph:
-        with engine.enable_grad():
-            grad_res = _autograd_grad(grad_inputs, grad_outputs, v_t, create_graph=create_graph)
-            result = _fill_in_zeros(grad_res, outputs_t, strict, create_graph, "back_trick")
-    else:
+    enable_grad = True if create_graph else engine.is_grad_enabled()
+    with engine.set_grad_enabled(enable_grad):
         grad_res = _autograd_grad(grad_inputs, grad_outputs, v_t, create_graph=create_graph)
         result = _fill_in_zeros(grad_res, outputs_t, strict, create_graph, "back_trick")
     outputs_t = _grad_postprocess(outputs_t, create_graph)

@@ -209,6 +209,7 @@ def _test_undefined_backward_mode(
 def _real_and_imag_output(fn: Callable[..., Any]) -> tuple[Callable[..., Any], Callable[..., Any]]:
     """``real(fn)`` and ``imag(fn)``: ``fn`` with its complex outputs replaced by their real
     (imaginary) parts (see Note [Complex gradcheck])."""
+    from engine.ops.complex import imag, real  # here: the op modules build on engine.autograd
 
     def apply_to_c_outs(part: Callable[[Tensor], Tensor]) -> Callable[..., Any]:
         def wrapped_fn(*inputs: Any) -> tuple[Any, ...]:
@@ -217,41 +218,7 @@ def _real_and_imag_output(fn: Callable[..., Any]) -> tuple[Callable[..., Any], C
 
         return wrapped_fn
 
-    return apply_to_c_outs(_real), apply_to_c_outs(_imag)
-
-
-def _real(t: Tensor) -> Tensor:
-    real = getattr(engine, "real", None)
-    return real(t) if real is not None else _RealPart.apply(t)
-
-
-def _imag(t: Tensor) -> Tensor:
-    imag = getattr(engine, "imag", None)
-    return imag(t) if imag is not None else _ImagPart.apply(t)
-
-
-class _RealPart(Function):
-    """``real(z)`` for engines without the op: d real(z) has gradient g (as a complex number)."""
-
-    @staticmethod
-    def forward(ctx: Any, z: Tensor) -> Tensor:
-        return Tensor._make(np.array(z._data.real, order="C"))
-
-    @staticmethod
-    def backward(ctx: Any, grad: Tensor) -> Tensor:
-        return Tensor._make(grad._data.astype(np.result_type(grad._data, np.complex64)))
-
-
-class _ImagPart(Function):
-    """``imag(z)``: for z = x + iy, s = y has ds/dx + i ds/dy = i, so the gradient is 1j * g."""
-
-    @staticmethod
-    def forward(ctx: Any, z: Tensor) -> Tensor:
-        return Tensor._make(np.array(z._data.imag, order="C"))
-
-    @staticmethod
-    def backward(ctx: Any, grad: Tensor) -> Tensor:
-        return Tensor._make(grad._data * 1j)
+    return apply_to_c_outs(real), apply_to_c_outs(imag)
 
 
 def _gradcheck_real_imag(

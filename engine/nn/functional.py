@@ -19,6 +19,7 @@ from engine import ops
 from engine._dtype import dtype as DType  # noqa: N812
 from engine._tensor import Tensor
 from engine.autograd.grad_mode import no_grad
+from engine.ops._dispatch import _scalar_type_name
 from engine.trace import emit
 
 __all__ = [
@@ -317,7 +318,7 @@ def cross_entropy(
         if not target.is_floating_point():
             raise RuntimeError(
                 "Expected floating point type for target with class probabilities, got "
-                f"{_scalar_name(target)}"
+                f"{_scalar_type_name(target.dtype)}"
             )
         if ignore_index >= 0:
             raise RuntimeError("ignore_index is not supported for floating point target")
@@ -329,10 +330,6 @@ def cross_entropy(
     return _nll_loss_nd(input.log_softmax(class_dim), target, weight, red, ignore_index)
 
 
-def _scalar_name(t: Tensor) -> str:
-    return {"int64": "Long", "int32": "Int", "bool": "Bool", "uint8": "Byte"}.get(t.dtype.name, t.dtype.name)
-
-
 def _weight_view(weight: Tensor, ndim: int, class_dim: int) -> Tensor:
     shape = [1] * ndim
     shape[class_dim] = weight.size(0)
@@ -340,11 +337,11 @@ def _weight_view(weight: Tensor, ndim: int, class_dim: int) -> Tensor:
 
 
 def _cross_entropy_prob_target(
-    input: Tensor,
+    input: Tensor,  # noqa: A002
     target: Tensor,
     weight: Tensor | None,
     reduction: int,
-    label_smoothing: float,  # noqa: A002
+    label_smoothing: float,
 ) -> Tensor:
     class_dim = 0 if input.dim() == 1 else 1
     n_classes = input.size(class_dim)
@@ -371,11 +368,11 @@ def _cross_entropy_prob_target(
 
 
 def _cross_entropy_label_smoothing(
-    input: Tensor,
+    input: Tensor,  # noqa: A002
     target: Tensor,
     weight: Tensor | None,
     reduction: int,
-    ignore_index: int,  # noqa: A002
+    ignore_index: int,
     label_smoothing: float,
 ) -> Tensor:
     class_dim = 0 if input.dim() == 1 else 1

@@ -7,7 +7,8 @@ save the outputs. ``_GeneratedNode.apply`` is the node's backward: unpack, then 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import operator
+from collections.abc import Callable, Collection, Sequence
 from typing import TYPE_CHECKING, Any
 
 from engine._C import _tls
@@ -62,8 +63,8 @@ def _autograd_call(op: Op, bound: dict[str, Any]) -> Any:
                 node._saved[name] = _SavedVariableList(value, node, name)  # type: ignore[assignment]
             else:
                 node.save(name, value)
-        for name in op.saved_attrs:
-            node._saved_attrs[name] = _attr_value(name, bound)
+        for name, read in op.saved_attrs.items():
+            node._saved_attrs[name] = read(bound)
     outs = _inplace_or_view(op, bound)
     if node is None:
         if emit.enabled:
@@ -111,8 +112,10 @@ def _differentiable_inputs(op: Op, bound: dict[str, Any]) -> list[Tensor | None]
     return out
 
 
-def _input_slots(op: Op, bound: dict[str, Any]) -> list[str]:
+def _input_slots(op: Op, bound: dict[str, Any]) -> Sequence[str]:
     """The input name behind each next edge (a TensorList input has one edge per tensor)."""
+    if not op.list_params:
+        return op.differentiable_inputs
     slots: list[str] = []
     for n in op.differentiable_inputs:
         slots.extend([n] * len(bound[n]) if n in op.list_params else [n])
@@ -140,7 +143,7 @@ class _GeneratedNode(Node):
     """Base of the nodes the op table generates (``SinBackward0`` ...)."""
 
     op: Op
-    _slots: list[str]
+    _slots: Sequence[str]
 
     def apply(self, grads: list[Tensor | None]) -> list[Tensor | None]:
         op = self.op
@@ -167,7 +170,7 @@ class _GeneratedNode(Node):
 _NODE_CLASSES: dict[str, type[_GeneratedNode]] = {}
 
 
-def _make_node(op: Op, inputs: list[Tensor | None], slots: list[str]) -> _GeneratedNode:
+def _make_node(op: Op, inputs: list[Tensor | None], slots: Sequence[str]) -> _GeneratedNode:
     assert op.node_name is not None
     base_op = op.inplace_of or op  # add_ builds the same AddBackward0 as add
     cls = _NODE_CLASSES.get(base_op.name)
@@ -185,15 +188,20 @@ def _make_node(op: Op, inputs: list[Tensor | None], slots: list[str]) -> _Genera
     return node
 
 
-def _attr_value(name: str, bound: dict[str, Any]) -> Any:
-    if name in bound:
-        return bound[name]
+def _attr_reader(
+    name: str, params: Sequence[str], list_params: Collection[str]
+) -> Callable[[dict[str, Any]], Any]:
+    """How a node reads a non-tensor name its formulas use from the call's arguments, worked out
+    once per op: an argument (``dim``), or something about a tensor argument (``self_sym_sizes``;
+    a list of them for a TensorList argument such as ``tensors_sym_sizes``)."""
+    if name in params:
+        return operator.itemgetter(name)
     for suffix, get in _ATTR_SUFFIXES:
         if name.endswith(suffix):
-            base = bound[name[: -len(suffix)]]
-            if isinstance(base, list):
-                return [get(t) for t in base]
-            return get(base)
+            base = name[: -len(suffix)]
+            if base in list_params:
+                return lambda bound: [get(t) for t in bound[base]]
+            return lambda bound: get(bound[base])
     raise KeyError(f"formula uses unknown name {name!r}")
 
 

@@ -31,7 +31,7 @@ from typing import Any
 
 from engine._C import _tls
 from engine._tensor import Tensor
-from engine.ops._autograd_layer import _autograd_call
+from engine.ops._autograd_layer import _attr_reader, _autograd_call
 from engine.ops._kernel import (
     DispatchMode,
     _as_tensor,
@@ -76,7 +76,6 @@ class Op:
         samples: Callable[[], list[SampleInput]] | None = None,
         method: bool = True,
         function: bool = True,
-        saves_original_self: bool = True,
     ) -> None:
         self.name = name
         self.kernel = kernel
@@ -86,7 +85,7 @@ class Op:
         self.outputs = tuple(outputs)
         self.differentiable_outputs = tuple(differentiable_outputs or (True,) * len(self.outputs))
         self.inplace_of = inplace_of
-        self.inplace = inplace or inplace_of is not None
+        self.is_inplace = inplace or inplace_of is not None
         self.samples = samples
         self.method = method
         self.function = function
@@ -116,17 +115,17 @@ class Op:
         needed = {n for f in self.derivatives.values() for n in f.needs}
         self.saved_inputs = tuple(sorted(n for n in needed if n in self.tensor_params))
         self.saved_outputs = tuple(n for n in self.outputs if n in needed)
-        self.saved_attrs = tuple(
-            n
+        # Non-tensor names (``dim``, ``self_sym_sizes``), each with how to read it from the call.
+        self.saved_attrs = {
+            n: _attr_reader(n, self.param_names, self.list_params)
             for n in sorted(needed)
             if n not in self.tensor_params and n not in self.outputs and n not in ("grad", "grads")
-        )
+        }
         # For each saved input: the inputs whose formulas use it (it is saved if any of them
         # requires grad).
         self.saved_input_users = {
             s: tuple(i for i, f in self.derivatives.items() if s in f.needs) for s in self.saved_inputs
         }
-        self.saves_original_self = saves_original_self
 
     def __repr__(self) -> str:
         return f"engine.ops.{self.name}"
@@ -162,10 +161,6 @@ class Op:
             elif v is not None and not isinstance(v, Tensor):
                 bound[n] = _wrapped_number(v)
         return bound
-
-    @property
-    def is_inplace(self) -> bool:
-        return self.inplace
 
 
 class CompositeOp:

@@ -104,17 +104,18 @@ def _python_dispatch(op: Op, bound: dict[str, Any]) -> Any:
 
 
 def _run_kernel(op: Op, bound: dict[str, Any]) -> Any:
-    tensors = [bound[n] for n in op.tensor_params if n not in op.list_params and bound[n] is not None]
-    for n in op.list_params:
-        tensors.extend(t for t in bound[n] if t is not None)
     out_dtype: _dtype.dtype | None = None
     cast_to: _dtype.dtype | None = None
-    if op.dtypes in ("promote", "float", "bool") and tensors:
-        common = _dtype.result_type(tensors)
-        if op.dtypes == "float" and not (common.is_floating_point or common.is_complex):
-            common = _dtype.get_default_dtype()
-        cast_to = common
-        out_dtype = _dtype.bool_ if op.dtypes == "bool" else common
+    if op.dtypes != "keep":  # with "keep" the kernel decides: nothing to promote
+        tensors = [bound[n] for n in op.tensor_params if n not in op.list_params and bound[n] is not None]
+        for n in op.list_params:
+            tensors.extend(t for t in bound[n] if t is not None)
+        if tensors:
+            common = _dtype.result_type(tensors)
+            if op.dtypes == "float" and not (common.is_floating_point or common.is_complex):
+                common = _dtype.get_default_dtype()
+            cast_to = common
+            out_dtype = _dtype.bool_ if op.dtypes == "bool" else common
     args: dict[str, Any] = {}
     for n, v in bound.items():
         if n in op.list_params:
@@ -191,7 +192,9 @@ _SCALAR_TYPE_NAMES = {
 }
 
 
-def _scalar_type_name(d: _dtype.dtype) -> str:
+def _scalar_type_name(d: _dtype.dtype | np.dtype) -> str:
+    """c10's name of a dtype, as error messages print it (``Float``, ``Long``): an engine dtype or
+    a NumPy one (the kernels' arrays), looked up by their common name."""
     return _SCALAR_TYPE_NAMES[d.name]
 
 

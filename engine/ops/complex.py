@@ -17,7 +17,7 @@ import numpy as np
 from engine import _dtype
 from engine._factories import zeros_like
 from engine._tensor import Tensor
-from engine.ops._dispatch import composite, op
+from engine.ops._dispatch import _scalar_type_name, composite, op
 from engine.ops._samples import SampleInput, T
 from engine.ops.shape import select
 
@@ -61,10 +61,9 @@ def view_as_real(self: Tensor) -> Array:
 )
 def view_as_complex(self: Tensor) -> Array:
     if self.dtype not in (np.float32, np.float64):
-        name = _dtype.from_numpy(self.dtype)
         raise RuntimeError(
             "view_as_complex is only supported for half, float and double tensors, but got a tensor of "
-            f"scalar type: {_scalar_type(name)}"
+            f"scalar type: {_scalar_type_name(self.dtype)}"
         )
     if self.ndim == 0:
         raise RuntimeError("Input tensor must have one or more dimensions")
@@ -86,12 +85,6 @@ def _element_offset(a: Array) -> int:
     while isinstance(root.base, np.ndarray):
         root = root.base
     return (a.__array_interface__["data"][0] - root.__array_interface__["data"][0]) // a.itemsize
-
-
-def _scalar_type(d: _dtype.dtype) -> str:
-    from engine.ops._dispatch import _scalar_type_name
-
-    return _scalar_type_name(d)
 
 
 @composite(method=False, samples=lambda: [SampleInput((_C(2, 3),)), SampleInput((T.of(2, 3),), note="real")])
@@ -163,7 +156,7 @@ def _check_parts(a: Array, b: Array) -> None:
     """complex() and polar() take two float tensors of the same dtype."""
     from engine.ops.pointwise import infer_size
 
-    names = [_scalar_type(_dtype.from_numpy(x.dtype)) for x in (a, b)]
+    names = [_scalar_type_name(x.dtype) for x in (a, b)]
     if not all(x.dtype in (np.float16, np.float32, np.float64) for x in (a, b)):
         raise RuntimeError(
             f"Expected both inputs to be Half, Float or Double tensors but got {names[0]} and {names[1]}"
@@ -223,10 +216,7 @@ def _polar_backward_angle(grad: Tensor, result: Tensor) -> Tensor:
 
 
 @op(
-    derivatives={
-        "abs": lambda grad, result: _polar_backward_abs(grad, result),
-        "angle": lambda grad, result: _polar_backward_angle(grad, result),
-    },
+    derivatives={"abs": _polar_backward_abs, "angle": _polar_backward_angle},
     dtypes="keep",
     samples=lambda: [
         SampleInput((T((2, 3), 0.5, 2.0), T.of(2, 3))),
@@ -252,7 +242,7 @@ def _angle_backward(grad: Tensor, self: Tensor) -> Tensor:
 
 
 @op(
-    derivatives={"self": lambda grad, self: _angle_backward(grad, self)},
+    derivatives={"self": _angle_backward},
     dtypes="keep",
     samples=lambda: [
         SampleInput((_C(2, 3),)),

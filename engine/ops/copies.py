@@ -13,10 +13,12 @@ from typing import Any
 import numpy as np
 
 from engine import _dtype
-from engine._factories import zeros
+from engine._factories import zeros_like
 from engine._tensor import Tensor
 from engine.ops._dispatch import composite, op
 from engine.ops._samples import SampleInput, T
+from engine.ops.complex import handle_r_to_c
+from engine.ops.pointwise import infer_size
 
 Array = np.ndarray
 
@@ -24,7 +26,7 @@ Array = np.ndarray
 @op(
     # PyTorch's CopyBackwards gives src the real part of a complex gradient if src is real.
     derivatives={
-        "self": lambda grad: zeros_like_(grad),
+        "self": lambda grad: zeros_like(grad),
         "src": lambda grad, src_scalar_type: _to_copy_backward(grad, src_scalar_type),
     },
     node="engine::autograd::CopyBackwards",
@@ -40,8 +42,6 @@ Array = np.ndarray
     ],
 )
 def copy_(self: Tensor, src: Tensor, non_blocking: bool = False) -> Array:
-    from engine.ops.pointwise import infer_size
-
     shape = infer_size(self.shape, src.shape)
     if shape != self.shape:
         raise RuntimeError(
@@ -50,12 +50,8 @@ def copy_(self: Tensor, src: Tensor, non_blocking: bool = False) -> Array:
     return cast_array(np.broadcast_to(src, self.shape), self.dtype)
 
 
-def zeros_like_(t: Tensor) -> Tensor:
-    return zeros(tuple(t.shape), dtype=t.dtype)
-
-
 @op(
-    derivatives={"self": lambda grad: zeros_like_(grad)},
+    derivatives={"self": lambda grad: zeros_like(grad)},
     node="ZeroBackward0",
     inplace=True,
     function=False,
@@ -66,7 +62,7 @@ def zero_(self: Tensor) -> Array:
 
 
 @op(
-    derivatives={"self": lambda grad: zeros_like_(grad)},
+    derivatives={"self": lambda grad: zeros_like(grad)},
     node="FillBackward2",
     inplace=True,
     name="fill_.Scalar",
@@ -78,7 +74,7 @@ def fill_Scalar(self: Tensor, value: float) -> Array:  # noqa: N802
 
 
 @op(
-    derivatives={"self": lambda grad: zeros_like_(grad), "value": lambda grad: grad.sum()},
+    derivatives={"self": lambda grad: zeros_like(grad), "value": lambda grad: grad.sum()},
     node="FillBackward3",
     inplace=True,
     name="fill_.Tensor",
@@ -102,11 +98,7 @@ def fill_(self: Tensor, value: Tensor | float) -> Tensor:
 
 def _to_copy_backward(grad: Tensor, self_scalar_type: _dtype.dtype) -> Tensor:
     # A real input's gradient is the real part, taken without the discarding-imaginary warning.
-    if not self_scalar_type.is_complex and grad.is_complex():
-        from engine.ops.complex import real
-
-        grad = real(grad)
-    return grad.to(self_scalar_type)
+    return handle_r_to_c(self_scalar_type, grad).to(self_scalar_type)
 
 
 def cast_array(a: Array, d: np.dtype) -> Array:

@@ -3,8 +3,8 @@
 Every backward here is itself made of ops of this module (``index`` -> ``_index_put_impl_`` with
 accumulate, ``gather`` -> ``scatter_add_``, ``index_select`` -> ``index_add_``), as in PyTorch's
 FunctionsManual.cpp, so that double backward builds the same graph. ``Tensor.__getitem__`` and
-``__setitem__`` (``getitem``/``setitem`` below) translate Python indices into these ops and the view
-ops of engine/ops/shape.py exactly as ``torch/csrc/autograd/python_variable_indexing.cpp`` does.
+``__setitem__`` (engine/ops/tensor_indexing.py) translate Python indices into these ops and the view
+ops of engine/ops/shape.py.
 """
 
 from __future__ import annotations
@@ -15,25 +15,16 @@ from typing import Any
 
 import numpy as np
 
-from engine import _dtype
 from engine._factories import zeros
 from engine._tensor import Tensor, _wrap_dim
 from engine.ops._dispatch import _scalar_type_name, composite, inplace_variant, op
 from engine.ops._samples import Lit, SampleInput, T
-from engine.ops.pointwise import infer_size
+from engine.ops.pointwise import _maybe_multiply, infer_size
 
 Array = np.ndarray
 OptionalTensorList = list[Tensor | None]  # PyTorch's Tensor?[]: see Op in engine/ops/_dispatch.py
 
 _INDEX_DTYPES = (np.int64, np.int32, np.uint8, np.bool_)
-
-
-def _type_name(a: Array) -> str:
-    return _scalar_type_name(_dtype.from_numpy(a.dtype))
-
-
-def _maybe_multiply(t: Tensor, s: float) -> Tensor:
-    return t if s == 1 else t * s
 
 
 # --- index / index_put -------------------------------------------------------------------------
@@ -121,8 +112,9 @@ def index_Tensor(self: Tensor, indices: OptionalTensorList) -> Array:  # noqa: N
 def _index_put_into(out: Array, indices: Sequence[Array | None], values: Array, accumulate: bool) -> Array:
     if values.dtype != out.dtype:
         raise RuntimeError(
-            f"Index put requires the source and destination dtypes match, got {_type_name(out)} for the "
-            f"destination and {_type_name(values)} for the source."
+            "Index put requires the source and destination dtypes match, got "
+            f"{_scalar_type_name(out.dtype)} for the destination and {_scalar_type_name(values.dtype)} "
+            "for the source."
         )
     idx = _advanced_index(out, indices)
     target = out[idx].shape
@@ -345,7 +337,7 @@ def masked_scatter(self: Tensor, mask: Tensor, source: Tensor) -> Array:
     if self.dtype != source.dtype:
         raise RuntimeError(
             "masked_scatter: expected self and source to have same dtypes but got"
-            f"{_type_name(self)} and {_type_name(source)}"
+            f"{_scalar_type_name(self.dtype)} and {_scalar_type_name(source.dtype)}"
         )
     shape = infer_size(self.shape, mask.shape)
     out = np.array(np.broadcast_to(self, shape))
@@ -546,8 +538,8 @@ def _index_add_source_backward(grad: Tensor, dim: int, index: Tensor, source: Te
 def index_add(self: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha: float = 1) -> Array:
     if self.dtype != source.dtype:
         raise RuntimeError(
-            f"index_add_(): self ({_type_name(self)}) and source ({_type_name(source)}) must have the same "
-            "scalar type"
+            f"index_add_(): self ({_scalar_type_name(self.dtype)}) and source "
+            f"({_scalar_type_name(source.dtype)}) must have the same scalar type"
         )
     d = _wrap_dim(dim, self.ndim)
     flat = index.reshape(-1)

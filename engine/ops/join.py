@@ -23,17 +23,21 @@ TensorList = list[Tensor]
 # --- several outputs ----------------------------------------------------------------------------
 
 
-def _split_backward(
-    grads: list[Tensor | None], dim: int, sizes: Sequence[int], self_sym_sizes: tuple[int, ...], like: Tensor
+def _split_with_sizes_backward(
+    grads: list[Tensor | None], split_sizes: Sequence[int], dim: int, self_sym_sizes: tuple[int, ...]
 ) -> Tensor:
+    """The pieces' gradients joined back, zeros for the pieces that got none (PyTorch's
+    ``split_with_sizes_backward``; ``split_backward`` computes the sizes, then calls it)."""
+    d = _wrap_dim(dim, len(self_sym_sizes))
+    dtype = next(g for g in grads if g is not None).dtype
     parts = []
-    for g, n in zip(grads, sizes, strict=True):
+    for g, n in zip(grads, split_sizes, strict=True):
         if g is None:
             shape = list(self_sym_sizes)
-            shape[dim] = n
-            g = zeros(shape, dtype=like.dtype)
+            shape[d] = n
+            g = zeros(shape, dtype=dtype)
         parts.append(g)
-    return cat(parts, dim)
+    return cat(parts, d)
 
 
 def _split_sizes(length: int, split_size: int) -> list[int]:
@@ -45,12 +49,8 @@ def _split_sizes(length: int, split_size: int) -> list[int]:
 
 @op(
     derivatives={
-        "self": lambda grads, self_sym_sizes, split_size, dim: _split_backward(
-            grads,
-            _wrap_dim(dim, len(self_sym_sizes)),
-            _split_sizes(self_sym_sizes[_wrap_dim(dim, len(self_sym_sizes))], split_size),
-            self_sym_sizes,
-            next(g for g in grads if g is not None),
+        "self": lambda grads, self_sym_sizes, split_size, dim: _split_with_sizes_backward(
+            grads, _split_sizes(self_sym_sizes[dim], split_size), dim, self_sym_sizes
         )
     },
     view="multi",
@@ -79,15 +79,7 @@ def _split_views(a: Array, sizes: Sequence[int], d: int) -> tuple[Array, ...]:
 
 
 @op(
-    derivatives={
-        "self": lambda grads, self_sym_sizes, split_sizes, dim: _split_backward(
-            grads,
-            _wrap_dim(dim, len(self_sym_sizes)),
-            split_sizes,
-            self_sym_sizes,
-            next(g for g in grads if g is not None),
-        )
-    },
+    derivatives={"self": _split_with_sizes_backward},
     view="multi",
     dtypes="keep",
     samples=lambda: [SampleInput((T.of(5, 3), [2, 3], 0))],
@@ -116,18 +108,16 @@ def chunk(self: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
     return split_Tensor(self, size, d)
 
 
+def _unbind_backward(grads: list[Tensor | None], self_sym_sizes: tuple[int, ...], dim: int) -> Tensor:
+    """The slices' gradients stacked, zeros for the slices that got none (``unbind_backward``)."""
+    d = _wrap_dim(dim, len(self_sym_sizes))
+    dtype = next(g for g in grads if g is not None).dtype
+    shape = self_sym_sizes[:d] + self_sym_sizes[d + 1 :]
+    return stack([zeros(shape, dtype=dtype) if g is None else g for g in grads], dim)
+
+
 @op(
-    derivatives={
-        "self": lambda grads, self_sym_sizes, dim: stack(
-            [
-                g
-                if g is not None
-                else zeros(_without(self_sym_sizes, dim), dtype=next(x for x in grads if x is not None).dtype)
-                for g in grads
-            ],
-            dim,
-        )
-    },
+    derivatives={"self": _unbind_backward},
     view="multi",
     dtypes="keep",
     samples=lambda: [
@@ -139,11 +129,6 @@ def chunk(self: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
 def unbind(self: Tensor, dim: int = 0) -> tuple[Array, ...]:
     d = _wrap_dim(dim, self.ndim)
     return tuple(_select_view(self, d, i) for i in range(self.shape[d]))
-
-
-def _without(sizes: Sequence[int], dim: int) -> tuple[int, ...]:
-    d = _wrap_dim(dim, len(sizes))
-    return tuple(s for i, s in enumerate(sizes) if i != d)
 
 
 # --- joining -----------------------------------------------------------------------------------

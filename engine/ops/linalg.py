@@ -13,56 +13,18 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from engine import _dtype
 from engine._C import _tls
-from engine._tensor import Tensor, _wrap_dim
+from engine._tensor import _CPP_TYPE_NAMES, Tensor, _wrap_dim
 from engine.ops._dispatch import _scalar_type_name, composite, op
 from engine.ops._samples import SampleInput, T
-from engine.ops.shape import _unsafe_view
+from engine.ops.pointwise import _conj_scalar, _maybe_multiply, infer_size
+from engine.ops.shape import _expanded_shape, _unsafe_view
 
 Array = np.ndarray
 
-# How c10 prints a dtype's C++ type (``mm``'s dtype error).
-_CPP_TYPE_NAMES = {
-    "float64": "double",
-    "float32": "float",
-    "float16": "c10::Half",
-    "int64": "long int",
-    "int32": "int",
-    "uint8": "unsigned char",
-    "bool": "bool",
-    "complex64": "c10::complex<float>",
-    "complex128": "c10::complex<double>",
-}
-
-
-def _name(a: Array) -> str:
-    return _scalar_type_name(_dtype.from_numpy(a.dtype))
-
-
-def _check_expandable(a: Array, sizes: Sequence[int]) -> None:
-    """``expand_size(self, sizes)``: the added input of ``addmm``/``baddbmm`` must broadcast."""
-    if a.ndim > len(sizes):
-        raise RuntimeError(
-            f"expand: the number of sizes provided ({len(sizes)}) must be greater or equal to the number "
-            f"of dimensions in the tensor ({a.ndim})"
-        )
-    lead = len(sizes) - a.ndim
-    for i, s in enumerate(a.shape):
-        if s != 1 and s != sizes[lead + i]:
-            raise RuntimeError(
-                f"The expanded size of the tensor ({sizes[lead + i]}) must match the existing size ({s}) at "
-                f"non-singleton dimension {lead + i}.  Target sizes: {list(sizes)}.  Tensor sizes: "
-                f"{list(a.shape)}"
-            )
-
-
-def _maybe_multiply(t: Tensor, s: complex) -> Tensor:
-    # A complex scale enters gradients conjugated (derivatives.yaml's ``alpha.conj()``).
-    return t if s == 1 else t * (s.conjugate() if isinstance(s, complex) else s)
-
 
 # --- mm, addmm ------------------------------------------------------------------------------------
+# A complex alpha or beta enters the gradients conjugated (``maybe_multiply(grad, beta.conj())``).
 
 
 def _mm_mat1_backward(
@@ -70,16 +32,16 @@ def _mm_mat1_backward(
 ) -> Tensor:
     if strides[0] == 1 and strides[1] == sizes[0]:
         # A column-major mat1 gets a column-major gradient.
-        return _maybe_multiply(mat2.conj().mm(grad.t()).t(), alpha)
-    return _maybe_multiply(grad.mm(mat2.t().conj()), alpha)
+        return _maybe_multiply(mat2.conj().mm(grad.t()).t(), _conj_scalar(alpha))
+    return _maybe_multiply(grad.mm(mat2.t().conj()), _conj_scalar(alpha))
 
 
 def _mm_mat2_backward(
     grad: Tensor, mat1: Tensor, sizes: Sequence[int], strides: Sequence[int], alpha: float
 ) -> Tensor:
     if strides[0] == 1 and strides[1] == sizes[0]:
-        return _maybe_multiply(grad.t().mm(mat1.conj()).t(), alpha)
-    return _maybe_multiply(mat1.t().conj().mm(grad), alpha)
+        return _maybe_multiply(grad.t().mm(mat1.conj()).t(), _conj_scalar(alpha))
+    return _maybe_multiply(mat1.t().conj().mm(grad), _conj_scalar(alpha))
 
 
 def _mm_samples() -> list[SampleInput]:
@@ -138,9 +100,10 @@ def _check_addmm(self: Array, mat1: Array, mat2: Array) -> None:
     for name, m in (("self", self), ("mat1", mat1)):
         if m.dtype != mat2.dtype:
             raise RuntimeError(
-                f"{name} and mat2 must have the same dtype, but got {_name(m)} and {_name(mat2)}"
+                f"{name} and mat2 must have the same dtype, but got {_scalar_type_name(m.dtype)} and "
+                f"{_scalar_type_name(mat2.dtype)}"
             )
-    _check_expandable(self, (mat1.shape[0], mat2.shape[1]))
+    _expanded_shape(self, (mat1.shape[0], mat2.shape[1]))  # self must broadcast to the product
 
 
 def _add_scaled(self: Array, product: Array, beta: float, alpha: float) -> Array:
@@ -152,7 +115,7 @@ def _add_scaled(self: Array, product: Array, beta: float, alpha: float) -> Array
 
 @op(
     derivatives={
-        "self": lambda grad, beta: _maybe_multiply(grad, beta),
+        "self": lambda grad, beta: _maybe_multiply(grad, _conj_scalar(beta)),
         "mat1": lambda grad, mat2, mat1_sym_sizes, mat1_sym_strides, alpha: _mm_mat1_backward(
             grad, mat2, mat1_sym_sizes, mat1_sym_strides, alpha
         ),
@@ -194,7 +157,10 @@ def _check_bmm(batch1: Array, batch2: Array) -> None:
             f"{[batch2.shape[0], batch2.shape[1]]}."
         )
     if batch1.dtype != batch2.dtype:
-        raise RuntimeError(f"expected scalar type {_name(batch1)} but found {_name(batch2)}")
+        raise RuntimeError(
+            f"expected scalar type {_scalar_type_name(batch1.dtype)} but found "
+            f"{_scalar_type_name(batch2.dtype)}"
+        )
 
 
 @op(
@@ -218,9 +184,13 @@ def bmm(self: Tensor, mat2: Tensor) -> Array:
 
 @op(
     derivatives={
-        "self": lambda grad, beta: _maybe_multiply(grad, beta),
-        "batch1": lambda grad, batch2, alpha: _maybe_multiply(grad.bmm(batch2.transpose(1, 2).conj()), alpha),
-        "batch2": lambda grad, batch1, alpha: _maybe_multiply(batch1.transpose(1, 2).conj().bmm(grad), alpha),
+        "self": lambda grad, beta: _maybe_multiply(grad, _conj_scalar(beta)),
+        "batch1": lambda grad, batch2, alpha: _maybe_multiply(
+            grad.bmm(batch2.transpose(1, 2).conj()), _conj_scalar(alpha)
+        ),
+        "batch2": lambda grad, batch1, alpha: _maybe_multiply(
+            batch1.transpose(1, 2).conj().bmm(grad), _conj_scalar(alpha)
+        ),
     },
     dtypes="keep",
     samples=lambda: [
@@ -236,7 +206,7 @@ def bmm(self: Tensor, mat2: Tensor) -> Array:
 )
 def baddbmm(self: Tensor, batch1: Tensor, batch2: Tensor, *, beta: float = 1, alpha: float = 1) -> Array:
     _check_bmm(batch1, batch2)
-    _check_expandable(self, (batch1.shape[0], batch1.shape[1], batch2.shape[2]))
+    _expanded_shape(self, (batch1.shape[0], batch1.shape[1], batch2.shape[2]))  # self must broadcast
     return _add_scaled(self, np.matmul(batch1, batch2), beta, alpha)
 
 
@@ -266,7 +236,9 @@ def mv(self: Tensor, vec: Tensor) -> Array:
             f"vec ({vec.shape[0]})"
         )
     if self.dtype != vec.dtype:
-        raise RuntimeError(f"expected scalar type {_name(self)} but found {_name(vec)}")
+        raise RuntimeError(
+            f"expected scalar type {_scalar_type_name(self.dtype)} but found {_scalar_type_name(vec.dtype)}"
+        )
     return np.matmul(self, vec)
 
 
@@ -292,7 +264,8 @@ def dot(self: Tensor, tensor: Tensor) -> Array:
         raise RuntimeError(f"1D tensors expected, but got {self.ndim}D and {tensor.ndim}D tensors")
     if self.dtype != tensor.dtype:
         raise RuntimeError(
-            f"dot : expected both vectors to have same dtype, but found {_name(self)} and {_name(tensor)}"
+            "dot : expected both vectors to have same dtype, but found "
+            f"{_scalar_type_name(self.dtype)} and {_scalar_type_name(tensor.dtype)}"
         )
     if self.shape[0] != tensor.shape[0]:
         raise RuntimeError(
@@ -363,20 +336,6 @@ def _should_fold(tensor1: Tensor, tensor2: Tensor) -> bool:
     # Fold only if the leading dims can be viewed as one (t1.view(-1, t1.size(-1)) without a copy).
     sizes, strides = t1.shape, t1.stride()
     return all(strides[i] == strides[i + 1] * sizes[i + 1] for i in range(t1.ndim - 2))
-
-
-def _broadcast_batch(a: Sequence[int], b: Sequence[int]) -> list[int]:
-    out: list[int] = []
-    for i in range(max(len(a), len(b))):
-        x = a[len(a) - 1 - i] if i < len(a) else 1
-        y = b[len(b) - 1 - i] if i < len(b) else 1
-        if x != y and x != 1 and y != 1:
-            raise RuntimeError(
-                f"The size of tensor a ({x}) must match the size of tensor b ({y}) at non-singleton "
-                f"dimension {max(len(a), len(b)) - 1 - i}"
-            )
-        out.insert(0, y if x == 1 else x)
-    return out
 
 
 def _matmul_samples() -> list[SampleInput]:
@@ -456,7 +415,7 @@ def matmul(self: Tensor, other: Tensor) -> Tensor:
     m1 = tensor1.shape[-1]
     m2 = tensor2.shape[-2] if dim2 > 1 else tensor2.shape[0]
     p = tensor2.shape[-1] if dim2 > 1 else 1
-    output_shape = _broadcast_batch(tensor1.shape[: max(dim1 - 2, 0)], tensor2.shape[: max(dim2 - 2, 0)])
+    output_shape = list(infer_size(tensor1.shape[: max(dim1 - 2, 0)], tensor2.shape[: max(dim2 - 2, 0)]))
     batch = math.prod(output_shape)
     tensor1_expanded = tensor1.expand([*output_shape, n, m1]).reshape(batch, n, m1)
     vector_rhs = dim2 == 1

@@ -11,7 +11,7 @@ import numpy as np
 
 from engine._factories import zeros_like
 from engine._tensor import Tensor
-from engine.ops._dispatch import op
+from engine.ops._dispatch import _scalar_type_name, op
 from engine.ops._samples import Lit, SampleInput, T
 
 Array = np.ndarray
@@ -102,7 +102,7 @@ def _nll_forward(
     self: Array, target: Array, weight: Array | None, reduction: int, ignore_index: int, per_element: bool
 ) -> tuple[Array, Array]:
     if target.dtype not in (np.int64, np.uint8):
-        raise RuntimeError(f"expected scalar type Long but found {_type_name(target.dtype)}")
+        raise RuntimeError(f"expected scalar type Long but found {_scalar_type_name(target.dtype)}")
     losses, w, _, _ = _nll_pick(self, target, weight, ignore_index)
     if reduction == REDUCTION_NONE and per_element:
         # The unreduced loss leaves total_weight at 0, as ATen does.
@@ -144,10 +144,6 @@ def _nll_backward(
     else:
         np.put_along_axis(out, np.expand_dims(safe, 1), np.expand_dims(scale, 1).astype(self.dtype), axis=1)
     return out
-
-
-def _type_name(d: np.dtype) -> str:
-    return {"float32": "Float", "float64": "Double", "int32": "Int", "bool": "Bool"}.get(d.name, d.name)
 
 
 def _check_nll(self: Array, target: Array, weight: Array | None) -> None:

@@ -16,11 +16,13 @@ from typing import Any
 
 import numpy as np
 
+from engine import _dtype
 from engine._tensor import Tensor
 from engine.ops._dispatch import composite, inplace_variant, op
 from engine.ops._samples import Lit, SampleInput, T
 from engine.ops.activation import silu
 from engine.ops.complex import handle_r_to_c
+from engine.ops.pointwise import _conj_scalar
 
 Array = np.ndarray
 
@@ -246,14 +248,10 @@ def layer_norm(
 
 def _check_indices(indices: Array, fn: str) -> None:
     if indices.dtype not in (np.int64, np.int32):
-        name = {"float32": "Float", "float64": "Double", "bool": "Bool"}.get(
-            indices.dtype.name, indices.dtype.name
-        )
+        name = _dtype.from_numpy(indices.dtype)._legacy_name
         raise RuntimeError(
             "Expected tensor for argument #1 'indices' to have one of the following scalar types: Long, "
-            f"Int; but got torch.{name}Tensor instead (while checking arguments for {fn})".replace(
-                "torch.", "engine."
-            )
+            f"Int; but got engine.{name} instead (while checking arguments for {fn})"
         )
 
 
@@ -337,25 +335,10 @@ def embedding_dense_backward(
 # ``mul.Tensor`` with a wrapped number as Python's ``x * 2.0`` does.
 
 
-def _scalar_result(self: Array, value: Array) -> Array:
-    # An integral tensor with a floating-point scalar gives the default float dtype; a real
-    # tensor with a complex scalar, the complex dtype of the same precision.
-    if np.iscomplexobj(value) and not np.iscomplexobj(self):
-        from engine._dtype import from_numpy, get_default_dtype
-
-        real = from_numpy(self.dtype) if np.issubdtype(self.dtype, np.floating) else get_default_dtype()
-        return value.astype(real.to_complex()._np, copy=False)
-    if np.issubdtype(self.dtype, np.floating) or np.issubdtype(self.dtype, np.complexfloating):
-        return value.astype(self.dtype, copy=False)
-    if np.issubdtype(np.asarray(value).dtype, np.floating):
-        from engine._dtype import get_default_dtype
-
-        return value.astype(get_default_dtype()._np, copy=False)
-    return value.astype(self.dtype, copy=False)
-
-
-def _conj_scalar(s: complex) -> complex:
-    return s.conjugate() if isinstance(s, complex) else s
+def _scalar_result(self: Array, scalar: complex, value: Array) -> Array:
+    """``value``, computed from ``self`` and the Python number ``scalar``, in PyTorch's result dtype
+    (``result_type``: the number decides the category, e.g. int tensor * 2.5 is float, never the width)."""
+    return np.asarray(value).astype(_dtype.result_type([Tensor._make(self), scalar])._np, copy=False)
 
 
 def _scalar_samples(*scalars: complex) -> list[SampleInput]:
@@ -381,7 +364,7 @@ def _scalar_samples(*scalars: complex) -> list[SampleInput]:
     samples=lambda: _scalar_samples(2.5, 3),
 )
 def mul_Scalar(self: Tensor, other: float) -> Array:  # noqa: N802 - aten overload name
-    return _scalar_result(self, np.asarray(self * other))
+    return _scalar_result(self, other, self * other)
 
 
 @op(
@@ -398,10 +381,8 @@ def mul_Scalar(self: Tensor, other: float) -> Array:  # noqa: N802 - aten overlo
     samples=lambda: _scalar_samples(2.5, 4),
 )
 def div_Scalar(self: Tensor, other: complex) -> Array:  # noqa: N802
-    out = np.asarray(self / other)
-    if np.issubdtype(self.dtype, np.floating) or np.iscomplexobj(out):
-        return _scalar_result(self, out)
-    return _scalar_result(self, out.astype(float))  # integer / integer is a true division
+    # A true division: integers divided by an integer give the default float dtype.
+    return _scalar_result(self, other if isinstance(other, complex) else float(other), self / other)
 
 
 @op(
@@ -414,7 +395,10 @@ def div_Scalar(self: Tensor, other: complex) -> Array:  # noqa: N802
     samples=lambda: [*_scalar_samples(2.5), SampleInput((T.of(2, 3), 1, 2))],
 )
 def add_Scalar(self: Tensor, other: float, alpha: float = 1) -> Array:  # noqa: N802
-    return _scalar_result(self, np.asarray(self + alpha * other))
+    # The number's category decides the dtype (True stays bool); a float alpha, which torch refuses
+    # for an integral tensor, has always made the engine's result float.
+    scalar = alpha * other if isinstance(alpha, float) else other
+    return _scalar_result(self, scalar, self + alpha * other)
 
 
 # --- dropout ------------------------------------------------------------------------------------

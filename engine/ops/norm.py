@@ -16,7 +16,6 @@ from engine import _dtype
 from engine._tensor import Tensor
 from engine.ops._dispatch import _scalar_type_name, composite, op
 from engine.ops._samples import SampleInput, T
-from engine.ops.linalg import _name
 from engine.ops.reduction import _dims, _unsqueeze_multiple
 
 Array = np.ndarray
@@ -55,7 +54,9 @@ def _norm_backward(
 
 def _vector_norm(name: str, a: Array, ord: float, dim: Sequence[int] | None, keepdim: bool) -> Array:  # noqa: A002
     if not (np.issubdtype(a.dtype, np.floating) or np.issubdtype(a.dtype, np.complexfloating)):
-        raise RuntimeError(f"{name}: Expected a floating point or complex tensor as input. Got {_name(a)}")
+        raise RuntimeError(
+            f"{name}: Expected a floating point or complex tensor as input. Got {_scalar_type_name(a.dtype)}"
+        )
     dims = _dims(dim, a.ndim)
     x = np.abs(a)
     if ord == math.inf:
@@ -118,8 +119,8 @@ def linalg_vector_norm(
 ) -> Array:
     if dtype is not None and _dtype.promote_types(_dtype.from_numpy(self.dtype), dtype) is not dtype:
         raise RuntimeError(
-            f"linalg.vector_norm: the dtype of the input ({_name(self)}) should be convertible without "
-            f"narrowing to the specified dtype ({_scalar_type_name(dtype)})"
+            f"linalg.vector_norm: the dtype of the input ({_scalar_type_name(self.dtype)}) should be "
+            f"convertible without narrowing to the specified dtype ({_scalar_type_name(dtype)})"
         )
     a = self if dtype is None else self.astype(dtype._np)
     return _vector_norm("linalg.vector_norm", a, ord, dim, keepdim)

@@ -32,6 +32,8 @@ def _erf_array(a: Array) -> Array:
 def infer_size(*shapes: tuple[int, ...]) -> tuple[int, ...]:
     """The broadcast shape of ``shapes`` (PyTorch's ``infer_size``, folded left to right), with
     PyTorch's error instead of NumPy's."""
+    if all(s == shapes[0] for s in shapes[1:]):  # nothing to broadcast: the common case, made fast
+        return tuple(shapes[0])
     out: tuple[int, ...] = ()
     for i, b in enumerate(shapes):
         a = out if i else b

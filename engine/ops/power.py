@@ -23,8 +23,14 @@ from engine.ops.pointwise import infer_size, where
 Array = np.ndarray
 
 
+def _pow_backward(grad: Tensor, self: Tensor, exponent: complex) -> Tensor:
+    if exponent == 0.0:
+        return zeros_like(self)
+    return handle_r_to_c(self.dtype, grad * (exponent * self.pow(exponent - 1)).conj())
+
+
 @op(
-    derivatives={"self": lambda grad, exponent, self: _pow_backward(grad, self, exponent)},
+    derivatives={"self": _pow_backward},
     name="pow.Tensor_Scalar",
     node="PowBackward0",
     dtypes="keep",
@@ -44,12 +50,6 @@ def pow_Tensor_Scalar(self: Tensor, exponent: complex) -> Array:  # noqa: N802 -
     # The exponent takes part in type promotion: ``x ** 1j`` is complex, ``int_tensor ** 0.5`` float.
     out = _dtype.result_type([Tensor._make(self), exponent])
     return np.power(self.astype(out._np), exponent).astype(out._np)
-
-
-def _pow_backward(grad: Tensor, self: Tensor, exponent: complex) -> Tensor:
-    if exponent == 0.0:
-        return zeros_like(self)
-    return handle_r_to_c(self.dtype, grad * (exponent * self.pow(exponent - 1)).conj())
 
 
 def _pow_backward_self(grad: Tensor, self: Tensor, exponent: Tensor) -> Tensor:
@@ -82,10 +82,7 @@ def _pow_scalar_backward_exponent(grad: Tensor, self: complex, exponent: Tensor,
 
 
 @op(
-    derivatives={
-        "self": lambda grad, self, exponent: _pow_backward_self(grad, self, exponent),
-        "exponent": lambda grad, self, exponent, result: _pow_backward_exponent(grad, self, exponent, result),
-    },
+    derivatives={"self": _pow_backward_self, "exponent": _pow_backward_exponent},
     name="pow.Tensor_Tensor",
     node="PowBackward1",
     method=False,
@@ -104,11 +101,7 @@ def pow_Tensor_Tensor(self: Tensor, exponent: Tensor) -> Array:  # noqa: N802
 
 
 @op(
-    derivatives={
-        "exponent": lambda grad, self, exponent, result: _pow_scalar_backward_exponent(
-            grad, self, exponent, result
-        )
-    },
+    derivatives={"exponent": _pow_scalar_backward_exponent},
     name="pow.Scalar",
     node="PowBackward2",
     dtypes="keep",

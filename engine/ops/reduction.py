@@ -19,7 +19,7 @@ from engine import _dtype
 from engine._C import _tls
 from engine._factories import zeros_like
 from engine._tensor import Tensor, _wrap_dim
-from engine.ops._dispatch import composite, op
+from engine.ops._dispatch import _scalar_type_name, composite, op
 from engine.ops._samples import Lit, SampleInput, T
 from engine.ops.pointwise import where
 
@@ -148,11 +148,8 @@ def _check_mean_dtype(a: Array, dtype: Any) -> None:
     if not (d.is_floating_point or d.is_complex):
         raise RuntimeError(
             "mean(): could not infer output dtype. Input dtype must be either a floating point or "
-            f"complex dtype. Got: {_SCALAR_NAMES.get(d.name, d.name)}"
+            f"complex dtype. Got: {_scalar_type_name(d)}"
         )
-
-
-_SCALAR_NAMES = {"int64": "Long", "int32": "Int", "uint8": "Byte", "bool": "Bool"}
 
 
 @op(
@@ -270,11 +267,7 @@ def _var_samples() -> list[SampleInput]:
 
 
 @op(
-    derivatives={
-        "self": lambda grad, self, dim, correction, keepdim: _var_backward(
-            grad, self, dim, correction, keepdim
-        )
-    },
+    derivatives={"self": _var_backward},
     name="var.correction",
     node="VarBackward0",
     dtypes="keep",

@@ -308,14 +308,20 @@ def t(self: Tensor) -> Array:
     ],
 )
 def expand(self: Tensor, size: Sequence[int]) -> Array:
+    return np.broadcast_to(self, _expanded_shape(self, size))
+
+
+def _expanded_shape(a: Array, size: Sequence[int]) -> tuple[int, ...]:
+    """The shape ``a`` expands to (``-1`` keeps a size), with PyTorch's errors. ``addmm`` and
+    ``baddbmm`` check their added input with it too."""
     shape = [int(s) for s in size]
-    lead = len(shape) - self.ndim
+    lead = len(shape) - a.ndim
     if lead < 0:
-        sizes = ", ".join(str(n) for n in self.shape)
+        sizes = ", ".join(str(n) for n in a.shape)
         raise RuntimeError(
-            f"expand(engine.{_dtype.from_numpy(self.dtype)._legacy_name}{{[{sizes}]}}, size={shape}): the "
+            f"expand(engine.{_dtype.from_numpy(a.dtype)._legacy_name}{{[{sizes}]}}, size={shape}): the "
             f"number of sizes provided ({len(shape)}) must be greater or equal to the number of dimensions "
-            f"in the tensor ({self.ndim})"
+            f"in the tensor ({a.ndim})"
         )
     for i, s in enumerate(shape):
         if s == -1:
@@ -324,15 +330,15 @@ def expand(self: Tensor, size: Sequence[int]) -> Array:
                     "The expanded size of the tensor (-1) isn't allowed in a leading, "
                     "non-existing dimension 0"
                 )
-            shape[i] = self.shape[i - lead]
-    for i in range(self.ndim):
-        if self.shape[i] != shape[i + lead] and self.shape[i] != 1:
+            shape[i] = a.shape[i - lead]
+    for i in range(a.ndim):
+        if a.shape[i] != shape[i + lead] and a.shape[i] != 1:
             raise RuntimeError(
                 f"The expanded size of the tensor ({shape[i + lead]}) must match the existing "
-                f"size ({self.shape[i]}) at non-singleton dimension {i + lead}.  Target sizes: "
-                f"{shape}.  Tensor sizes: {list(self.shape)}"
+                f"size ({a.shape[i]}) at non-singleton dimension {i + lead}.  Target sizes: "
+                f"{shape}.  Tensor sizes: {list(a.shape)}"
             )
-    return np.broadcast_to(self, tuple(shape))
+    return tuple(shape)
 
 
 @composite()

@@ -13,9 +13,9 @@ import numpy as np
 
 from engine import _dtype
 from engine._tensor import Tensor, _wrap_dim
-from engine.ops._dispatch import composite, op
+from engine.ops._dispatch import _scalar_type_name, composite, op
 from engine.ops._samples import SampleInput, T
-from engine.ops.reduction import _SCALAR_NAMES, Dims, _dims, _unsqueeze_multiple
+from engine.ops.reduction import Dims, _dims, _unsqueeze_multiple
 
 Array = np.ndarray
 
@@ -62,10 +62,7 @@ def logsumexp(self: Tensor, dim: Dims, keepdim: bool = False) -> Array:
 def _check_softmax_dtype(name: str, a: Array, d: int) -> None:
     if not np.issubdtype(a.dtype, np.floating):
         kind = "lastdim_kernel_impl" if d == a.ndim - 1 or a.ndim == 0 else "kernel_impl"
-        scalar = _dtype.from_numpy(a.dtype)
-        raise NotImplementedError(
-            f"\"{name}_{kind}\" not implemented for '{_SCALAR_NAMES.get(scalar.name, scalar.name)}'"
-        )
+        raise NotImplementedError(f"\"{name}_{kind}\" not implemented for '{_scalar_type_name(a.dtype)}'")
 
 
 def _softmax_double_backward(grad: Tensor, grad_output: Tensor, dim: int, output: Tensor) -> Tensor:
@@ -81,9 +78,7 @@ def _softmax_double_backward(grad: Tensor, grad_output: Tensor, dim: int, output
         "grad_output": lambda grad, output, dim, input_dtype: _softmax_backward_data(
             grad, output, dim, input_dtype
         ),
-        "output": lambda grad, grad_output, dim, output: _softmax_double_backward(
-            grad, grad_output, dim, output
-        ),
+        "output": _softmax_double_backward,
     },
     method=False,
     function=False,

@@ -17,7 +17,7 @@ from itertools import chain
 from typing import Any
 
 from engine import _dtype
-from engine._tensor import Tensor
+from engine._tensor import Tensor, _typename
 from engine.autograd.grad_mode import set_grad_enabled
 from engine.utils.hooks import RemovableHandle
 
@@ -41,22 +41,6 @@ def _get_scalar_dtype() -> _dtype.dtype:
 
 def _get_value(x: Any) -> Any:
     return x.item() if isinstance(x, Tensor) else x
-
-
-_TENSOR_TYPES = {
-    "float32": "FloatTensor",
-    "float64": "DoubleTensor",
-    "int64": "LongTensor",
-    "bool": "BoolTensor",
-}
-
-
-def _typename(obj: object) -> str:
-    # torch.typename: a tensor is named by its dtype ("torch.DoubleTensor"), whatever its class.
-    if isinstance(obj, Tensor):
-        return "engine." + _TENSOR_TYPES.get(obj.dtype.name, "Tensor")
-    module = type(obj).__module__
-    return type(obj).__qualname__ if module == "builtins" else f"{module}.{type(obj).__qualname__}"
 
 
 def _use_grad_for_differentiable(func: Callable[..., Any]) -> Callable[..., Any]:

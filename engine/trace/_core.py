@@ -43,7 +43,7 @@ import weakref
 from collections import deque
 from collections.abc import Callable
 from types import FrameType
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
@@ -95,6 +95,23 @@ class _Storages:
             return True
         self.refs[key] = n - 1
         return False
+
+
+class _Entry(Protocol):
+    key: int
+    ref: weakref.ref[Any] | None
+
+
+_E = TypeVar("_E", bound=_Entry)
+
+
+def live_entry(registry: dict[int, _E], obj: Any) -> _E | None:
+    """``obj``'s entry in a registry keyed by ``id()``, or None: an entry whose object died is
+    not its (``id()`` values are reused), which the entry's weak reference tells."""
+    entry = registry.get(id(obj))
+    if entry is not None and entry.ref is not None and entry.ref() is obj:
+        return entry
+    return None
 
 
 class TensorEntry:
@@ -239,13 +256,15 @@ class RecorderCore(TensorNames):
             raise ValueError(f"engine.trace: unknown event kind {kind!r}")
         handler(fields)
 
-    def _callback(self, kind: str, entry: Any) -> Callable[[weakref.ref[Any]], None]:
-        """The weak-reference callback that reports ``entry``'s object dead as ``kind``."""
+    def track(self, registry: dict[int, _E], obj: Any, entry: _E, dead_kind: str) -> _E:
+        """Register ``entry`` for ``obj``, weakly: its death is reported as ``dead_kind``."""
 
         def dead(_: weakref.ref[Any]) -> None:
-            self._dead(kind, entry)
+            self._dead(dead_kind, entry)
 
-        return dead
+        entry.ref = weakref.ref(obj, dead)
+        registry[entry.key] = entry
+        return entry
 
     def _dead(self, kind: str, entry: Any) -> None:
         """A weak-reference callback: the object behind ``entry`` was freed."""
@@ -349,12 +368,10 @@ class RecorderCore(TensorNames):
         """Registered now, with the ``src``, statement, phase and gid of this moment."""
         entry = TensorEntry()
         entry.key = id(t)
-        entry.ref = weakref.ref(t, self._callback("tensor_free", entry))
         frame, entry.src = self.where()
         entry.stmt = self.statement(frame)[0]
         entry.phase, entry.gid = self.phase(), self.gid()
-        self._tensors[entry.key] = entry
-        return entry
+        return self.track(self._tensors, t, entry, "tensor_free")
 
     def _register_tensor(self, t: Any) -> TensorEntry:
         entry = self._new_tensor_entry(t)
@@ -380,8 +397,7 @@ class RecorderCore(TensorNames):
                 self._tensor_new(t, entry)
 
     def _forget(self, entry: TensorEntry) -> None:
-        if self._tensors.get(entry.key) is entry:
-            del self._tensors[entry.key]
+        self.forget(self._tensors, entry)
         entry.ref = None  # its callback can no longer fire
 
     def _tensor_new(self, t: Any, entry: TensorEntry, pre_existing: bool = False) -> None:
@@ -390,13 +406,7 @@ class RecorderCore(TensorNames):
         view = t._view
         node = self.nid(t._grad_fn)
         base = self.tid(view.base) if view is not None else None
-        entry.tid = self._n_tensors
-        self._n_tensors += 1
-        root = _storage_root(t._data)
-        entry.skey = id(root)
-        if self.live.add(entry.skey, int(root.nbytes)):
-            self._storage_ids[entry.skey] = self._n_storages
-            self._n_storages += 1
+        storage, storage_nbytes = self._number_tensor(t, entry)
         fields: dict[str, Any] = {
             "tensor": entry.tid,
             "shape": list(t._data.shape),
@@ -408,13 +418,29 @@ class RecorderCore(TensorNames):
             "node": node,
             "output_nr": t._output_nr,
             "base": base,
-            "storage": self._storage_ids[entry.skey],
-            "storage_nbytes": int(root.nbytes),
+            "storage": storage,
+            "storage_nbytes": storage_nbytes,
             "version": t._version_counter.version,
             "name": None,
         }
         if pre_existing:
             fields["pre_existing"] = True
+        self._append_tensor_new(entry, fields)
+
+    def _number_tensor(self, t: Any, entry: TensorEntry) -> tuple[int, int]:
+        """Give ``entry`` its tensor id and count its storage as live (once per storage): the
+        storage's id and bytes, for its ``tensor_new``."""
+        entry.tid = self._n_tensors
+        self._n_tensors += 1
+        entry.skey, storage_nbytes = self.storage_of(t)
+        if self.live.add(entry.skey, storage_nbytes):
+            self._storage_ids[entry.skey] = self._n_storages
+            self._n_storages += 1
+        return self._storage_ids[entry.skey], storage_nbytes
+
+    def _append_tensor_new(self, entry: TensorEntry, fields: dict[str, Any]) -> None:
+        """Emit a tensor_new with the ``src``, phase and gid of the tensor's creation; it may be
+        named from now on (Note [Final events])."""
         entry.event = self.append("tensor_new", fields, src=entry.src, phase=entry.phase, gid=entry.gid)
         self._unnamed[entry.key] = entry
 
@@ -422,8 +448,8 @@ class RecorderCore(TensorNames):
         """The id of a tensor (None for None and for wrapped Python numbers)."""
         if t is None or self.is_hidden(t):
             return None
-        entry = self._tensors.get(id(t))
-        if entry is None or entry.ref is None or entry.ref() is not t:
+        entry = live_entry(self._tensors, t)
+        if entry is None:
             entry = self._new_tensor_entry(t)
             self._tensor_new(t, entry, pre_existing=self.unseen_is_pre_existing)
         elif entry.tid is None:
@@ -432,8 +458,7 @@ class RecorderCore(TensorNames):
 
     def tensor_freed(self, entry: TensorEntry) -> bool:
         """Forget a dead tensor; True if its tensor_new was emitted (so a tensor_free is due)."""
-        if self._tensors.get(entry.key) is entry:
-            del self._tensors[entry.key]
+        self.forget(self._tensors, entry)
         if entry.tid is None:
             return False
         self._unnamed.pop(entry.key, None)
@@ -451,16 +476,13 @@ class RecorderCore(TensorNames):
     def nid(self, node: Any) -> int | None:
         if node is None:
             return None
-        entry = self._nodes.get(id(node))
-        if entry is not None and entry.ref is not None and entry.ref() is node:
-            return entry.nid
-        return self.register_node(node, pre_existing=True).nid
+        entry = self.node_entry(node)
+        if entry is None:
+            entry = self.register_node(node, pre_existing=True)
+        return entry.nid
 
     def node_entry(self, node: Any) -> NodeEntry | None:
-        entry = self._nodes.get(id(node))
-        if entry is not None and entry.ref is not None and entry.ref() is node:
-            return entry
-        return None
+        return live_entry(self._nodes, node)
 
     def register_node(self, node: Any, pre_existing: bool = False) -> NodeEntry:
         raise NotImplementedError  # _kinds.Recorder emits its node_new
@@ -468,17 +490,15 @@ class RecorderCore(TensorNames):
     def new_node_entry(self, node: Any) -> NodeEntry:
         entry = NodeEntry(self._n_nodes, id(node))
         self._n_nodes += 1
-        entry.ref = weakref.ref(node, self._callback("node_free", entry))
-        self._nodes[entry.key] = entry
-        return entry
+        return self.track(self._nodes, node, entry, "node_free")
 
     def fid(self, frame: Any) -> int | None:
         if frame is None:
             return None
-        entry = self._frames.get(id(frame))
-        if entry is not None and entry.ref is not None and entry.ref() is frame:
-            return entry.fid
-        return self.register_frame(frame, "?", pre_existing=True).fid
+        entry = live_entry(self._frames, frame)
+        if entry is None:
+            entry = self.register_frame(frame, "?", pre_existing=True)
+        return entry.fid
 
     def register_frame(self, frame: Any, label: str, pre_existing: bool = False) -> FrameEntry:
         raise NotImplementedError  # _kinds.Recorder emits its frame_new
@@ -486,13 +506,11 @@ class RecorderCore(TensorNames):
     def new_frame_entry(self, frame: Any, label: str) -> FrameEntry:
         entry = FrameEntry(self._n_frames, id(frame), label)
         self._n_frames += 1
-        entry.ref = weakref.ref(frame, self._callback("frame_gc", entry))
-        self._frames[entry.key] = entry
-        return entry
+        return self.track(self._frames, frame, entry, "frame_gc")
 
     def holder_entry(self, holder: Any, frame: Any) -> HolderEntry:
-        entry = self._holders.get(id(holder))
-        if entry is not None and entry.ref is not None and entry.ref() is holder:
+        entry = live_entry(self._holders, holder)
+        if entry is not None:
             return entry
         # A holder packed before recording started: find its place in the frame.
         index = next((i for i, w in enumerate(frame.weak_holders) if w() is holder), None)
@@ -501,9 +519,7 @@ class RecorderCore(TensorNames):
     def new_holder_entry(self, holder: Any, fid: int | None, index: int | None) -> HolderEntry:
         entry = HolderEntry(self._n_holders, id(holder), fid, index)
         self._n_holders += 1
-        entry.ref = weakref.ref(holder, self._callback("holder_gc", entry))
-        self._holders[entry.key] = entry
-        return entry
+        return self.track(self._holders, holder, entry, "holder_gc")
 
     def forget(self, registry: dict[int, Any], entry: Any) -> None:
         key = entry.key

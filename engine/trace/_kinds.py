@@ -8,11 +8,18 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from engine.trace._core import FrameEntry, HolderEntry, NodeEntry, RecorderCore, TensorEntry
+from engine.trace._core import FrameEntry, HolderEntry, NodeEntry, RecorderCore, TensorEntry, live_entry
 
 # AccumulateGrad's sequence number is UINT64_MAX; JSON keeps it exact (a JavaScript number would
 # not: viewers should treat any seq_nr >= 2**53 as "runs as soon as ready").
 UINT64_MAX = 2**64 - 1
+
+
+def scalar(x: Any) -> dict[str, Any]:
+    """A Python number as an op argument: ``{"scalar": x}``, ``repr`` for what JSON cannot hold
+    (inf, nan, complex)."""
+    plain = isinstance(x, bool | int) or (isinstance(x, float) and math.isfinite(x))
+    return {"scalar": x if plain else repr(x)}
 
 
 class Recorder(RecorderCore):
@@ -52,9 +59,7 @@ class Recorder(RecorderCore):
         if v is None:
             return None
         if v._wrapped_number:
-            x = v._data.item()
-            plain = isinstance(x, bool | int) or (isinstance(x, float) and math.isfinite(x))
-            return {"scalar": x if plain else repr(x)}
+            return scalar(v._data.item())
         return self.tid(v)
 
     # --- autograd kinds -------------------------------------------------------------------------
@@ -89,10 +94,24 @@ class Recorder(RecorderCore):
         self._drop_saved(entry)
         self.append("node_free", {"node": entry.nid})
 
+    def _count_saved(self, entry: NodeEntry, stored: Any) -> int:
+        """``stored`` is kept by ``entry``'s saved variables: its storage counts as saved memory
+        until they are released. Returns its bytes."""
+        skey, nbytes = self.storage_of(stored)
+        self.saved.add(skey, nbytes)
+        entry.saved.append(skey)
+        return nbytes
+
     def _drop_saved(self, entry: NodeEntry) -> None:
         for skey in entry.saved:
             self.saved.remove(skey)
         entry.saved = []
+
+    def _release_saved(self, entry: NodeEntry | None) -> None:
+        # Only nodes that saved something have anything to release.
+        if entry is not None and entry.was_saved:
+            self._drop_saved(entry)
+            self.append("saved_release", {"node": entry.nid})
 
     def _k_tensor_free(self, f: dict[str, Any]) -> None:
         entry: TensorEntry = f["entry"]
@@ -116,16 +135,14 @@ class Recorder(RecorderCore):
         if sv._hooks is not None:
             hooks = self.hooks[-1]["hooks"] if self.hooks else "user"
             stored = sv._packed
-            h = self._holders.get(id(stored))
-            if h is not None and h.ref is not None and h.ref() is stored:
+            h = live_entry(self._holders, stored)
+            if h is not None:
                 packed, holder, stored = "holder", h.hid, None
             elif not isinstance(stored, self._Tensor):
                 packed, stored = "other", None
         nbytes = 0
         if stored is not None and not stored._wrapped_number:
-            skey, nbytes = self.storage_of(stored)
-            self.saved.add(skey, nbytes)
-            entry.saved.append(skey)
+            nbytes = self._count_saved(entry, stored)
         fields: dict[str, Any] = {
             "node": nid,
             "slot": f["slot"],
@@ -139,11 +156,7 @@ class Recorder(RecorderCore):
         self.append("saved", fields)
 
     def _k_saved_release(self, f: dict[str, Any]) -> None:
-        entry = self.node_entry(f["node"])
-        # Only nodes that saved something have anything to release.
-        if entry is not None and entry.was_saved:
-            self._drop_saved(entry)
-            self.append("saved_release", {"node": entry.nid})
+        self._release_saved(self.node_entry(f["node"]))
 
     def _k_backward_start(self, f: dict[str, Any]) -> None:
         task = f["task"]
@@ -180,7 +193,7 @@ class Recorder(RecorderCore):
 
     def _k_version_bump(self, f: dict[str, Any]) -> None:
         t = f["tensor"]
-        self.append("version_bump", {"tensor": self.tid(t), "version": t._version_counter.version})
+        self.append("version_bump", {"tensor": self.tid(t), "version": int(t._version)})
 
     def _k_op(self, f: dict[str, Any]) -> None:
         fields = {

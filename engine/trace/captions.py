@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from engine.trace.state import Event, Holder, State, gid_key, gid_label, initial_state, step
+from engine.trace.state import Event, Holder, State, gid_key, gid_label, initial_state, saved_holder, step
 
 _Captioner = Callable[[State, Event], str]
 _CAPTIONS: dict[str, _Captioner] = {}
@@ -98,6 +98,11 @@ def _bytes(n: Any) -> str:
 
 def _plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def _first_line(message: Any) -> str:
+    lines = str(message or "").strip().splitlines()
+    return lines[0] if lines else ""
 
 
 def _names(items: list[str]) -> str:
@@ -384,9 +389,7 @@ def _frame_gc(state: State, e: Event) -> str:
 
 @_on("checkpoint_error")
 def _checkpoint_error(state: State, e: Event) -> str:
-    message = str(e.get("message") or "").strip().splitlines()
-    first = message[0] if message else ""
-    return f"`{e.get('type')}` in frame {_frame(state, e.get('frame'))}: {first}"
+    return f"`{e.get('type')}` in frame {_frame(state, e.get('frame'))}: {_first_line(e.get('message'))}"
 
 
 # --- autograd kinds ------------------------------------------------------------------------------
@@ -440,11 +443,7 @@ def _saved(state: State, e: Event) -> str:
     node, slot = _node(state, e.get("node")), e.get("slot")
     packed = e.get("packed")
     if packed == "holder":
-        holder = e.get("holder")
-        last = state["last_pack"]
-        if holder is None and last is not None and last["node"] == e.get("node") and last["slot"] == slot:
-            holder = last["holder"]
-        where = state["holders"].get(str(holder))
+        where = state["holders"].get(str(saved_holder(state, e)))
         of = f" of frame {_frame(state, where[0])}" if where else ""
         return f"{node} saves `{slot}` (a holder{of}, not the tensor)."
     if packed == "other":
@@ -531,8 +530,7 @@ def _version_bump(state: State, e: Event) -> str:
 
 @_on("error")
 def _error(state: State, e: Event) -> str:
-    message = str(e.get("message") or "").strip().splitlines()
-    return f"`{e.get('type')}`: {message[0] if message else ''}"
+    return f"`{e.get('type')}`: {_first_line(e.get('message'))}"
 
 
 def _value(state: State, value: Any) -> str:

@@ -61,6 +61,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, TypedDict
 
 from engine.trace._diff_names import CHECKPOINT_FIELDS, CHECKPOINT_KINDS, _Names
+from engine.trace.export import events_of
 from engine.trace.grads import compare_grads, grads_verdict
 from engine.trace.state import Event
 
@@ -134,7 +135,7 @@ class _Side:
 
 
 def _signature(kind: str, comp: Mapping[str, Any], fields: Iterable[str]) -> str:
-    return kind + json.dumps([comp.get(f) for f in fields], sort_keys=True, default=str)
+    return kind + _canon([comp.get(f) for f in fields])
 
 
 def _tokens(side: _Side, ckpt: list[int]) -> tuple[list[list[int]], list[str], list[str]]:
@@ -292,20 +293,12 @@ def _by_seq(events: Sequence[Event], seq: int) -> Event:
     return next(e for e in events if e.get("seq") == seq)
 
 
-def _events(trace: Any) -> list[Event]:
-    if isinstance(trace, Mapping):
-        return list(trace["events"])
-    if isinstance(trace, Sequence):
-        return list(trace)
-    return list(trace.events)
-
-
 def diff_traces(a: Any, b: Any, *, a_label: str = "engine", b_label: str = "torch") -> TraceDiff:
     """Align two traces (documents, recorders or event lists) event by event
     (Note [Aligning two traces])."""
     sides = []
     for trace in (a, b):
-        events = _events(trace)
+        events = events_of(trace)
         names = _Names(events)
         sides.append(_Side(events, names, [names.compared(e) for e in events]))
     sa, sb = sides

@@ -15,18 +15,17 @@ document (dict) or a plain list of events.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from engine.trace.captions import caption
+from engine.trace.record import SCHEMA, VERSION
 from engine.trace.state import Event, State, gid_key, gid_label, initial_state, step
-
-SCHEMA = "autograd-lens/trace"
-VERSION = 1
 
 
 def events_of(trace: Any) -> list[Event]:
-    if isinstance(trace, dict):
+    """The events of a trace document, a recorder or a list of events."""
+    if isinstance(trace, Mapping):
         return list(trace["events"])
     if isinstance(trace, Sequence):
         return list(trace)

@@ -174,6 +174,14 @@ def record(
     """
     if source_files is None:
         source_files = [sys._getframe(1).f_code.co_filename]
+    return _Recording(*_files_and_sources(source_files), max_events)
+
+
+def _files_and_sources(
+    source_files: Iterable[str] | Mapping[str, str],
+) -> tuple[dict[str, str], dict[str, str]]:
+    """What ``record()``'s ``source_files`` stands for: ``co_filename`` -> the name events use in
+    ``src`` (each path as given and absolute), and each name's text (the trace's ``sources``)."""
     sources: dict[str, str] = {}
     if isinstance(source_files, Mapping):
         sources = {str(k): str(v) for k, v in source_files.items()}
@@ -184,7 +192,7 @@ def record(
     for name in sources:
         files[name] = name
         files.setdefault(os.path.abspath(name), name)
-    return _Recording(files, sources, max_events)
+    return files, sources
 
 
 def _read(path: str) -> str:

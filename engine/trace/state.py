@@ -40,6 +40,7 @@ from engine.trace._state_types import (
     TensorInfo,
 )
 from engine.trace.delta import Change, ChangeCursor, Tx, apply_changes, diff, plain, revert_changes
+from engine.trace.record import COMMON_FIELDS
 
 __all__ = [
     "KINDS",
@@ -55,6 +56,7 @@ __all__ = [
     "initial_state",
     "plain",
     "revert_changes",
+    "saved_holder",
     "state_at",
     "step",
 ]
@@ -88,6 +90,17 @@ def gid_key(event: Event) -> str:
     """The gid the checkpoint hooks used for this event. See Note [Gid keys]."""
     gid = event.get("hook_gid", event.get("gid"))
     return "none" if gid is None else str(gid)
+
+
+def saved_holder(state: State, e: Event) -> Any:
+    """The holder a ``saved`` event stores: its ``holder`` field, or, when a trace leaves that out,
+    the holder of the ``pack`` just before it for the same node and slot."""
+    holder = e.get("holder")
+    last = state["last_pack"]
+    if holder is None and e.get("packed") == "holder" and last is not None:
+        if last["node"] == e.get("node") and last["slot"] == e.get("slot"):
+            holder = last["holder"]
+    return holder
 
 
 def gid_label(key: str) -> str:
@@ -410,11 +423,7 @@ def _saved(tx: Tx, state: State, e: Event) -> None:
     node = str(e.get("node"))
     if node not in state["nodes"]:
         return
-    holder = e.get("holder")
-    last = state["last_pack"]
-    if holder is None and e.get("packed") == "holder" and last is not None:
-        if last["node"] == e.get("node") and last["slot"] == e.get("slot"):
-            holder = last["holder"]
+    holder = saved_holder(state, e)
     tensor = state["tensors"].get(str(e.get("tensor")))
     slot: SavedSlot = {
         "tensor": e.get("tensor"),
@@ -498,9 +507,6 @@ def _error(tx: Tx, state: State, e: Event) -> None:
     tx.set(("error",), {"type": e.get("type"), "message": e.get("message")})
 
 
-_COMMON_FIELDS = {"seq", "kind", "t_ns", "phase", "gid", "src", "mem"}
-
-
 @_on("op")
 def _op(tx: Tx, state: State, e: Event) -> None:
     _count(tx, state, "ops")
@@ -508,7 +514,7 @@ def _op(tx: Tx, state: State, e: Event) -> None:
 
 @_on("mark")
 def _mark(tx: Tx, state: State, e: Event) -> None:
-    tx.set(("mark",), {k: v for k, v in e.items() if k not in _COMMON_FIELDS})
+    tx.set(("mark",), {k: v for k, v in e.items() if k not in COMMON_FIELDS})
 
 
 KINDS: frozenset[str] = frozenset(_HANDLERS)

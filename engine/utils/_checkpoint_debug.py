@@ -196,6 +196,7 @@ Operations executed during recomputation:
 """
 
 
+# What ``checkpoint``'s ``context_fn`` is: the forward's context and the recomputation's.
 ContextFn = Callable[[], tuple[AbstractContextManager[Any], AbstractContextManager[Any]]]
 
 

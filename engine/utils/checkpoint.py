@@ -49,7 +49,11 @@ from engine.autograd.grad_mode import enable_grad, no_grad
 from engine.autograd.graph import saved_tensors_hooks
 from engine.random import fork_rng, get_rng_state, set_rng_state
 from engine.trace import emit
-from engine.utils._checkpoint_debug import _checkpoint_error_template, _get_debug_context_and_cb  # noqa: F401
+from engine.utils._checkpoint_debug import (
+    ContextFn,
+    _checkpoint_error_template,  # noqa: F401
+    _get_debug_context_and_cb,
+)
 from engine.utils._checkpoint_frame import (
     _DEFAULT_DETERMINISM_MODE,
     CheckpointError,
@@ -97,8 +101,6 @@ __all__ = [
     "set_checkpoint_debug_enabled",
     "set_checkpoint_early_stop",
 ]
-
-ContextFn = Callable[[], tuple[AbstractContextManager[Any], AbstractContextManager[Any]]]
 
 _checkpoint_debug_enabled: bool | None = None
 

@@ -17,38 +17,35 @@ async function errorOf(response) {
   return err;
 }
 
-export async function getJSON(url) {
-  const response = await fetch(url, { headers: { Accept: "application/json" } });
+// fetch, with an error status thrown as an Error carrying the server's message.
+async function request(url, init) {
+  const response = await fetch(url, init);
   if (!response.ok) throw await errorOf(response);
-  return response.json();
+  return response;
+}
+
+export async function getJSON(url) {
+  return (await request(url, { headers: { Accept: "application/json" } })).json();
 }
 
 export async function getText(url) {
-  const response = await fetch(url);
-  if (!response.ok) throw await errorOf(response);
-  return response.text();
+  return (await request(url)).text();
+}
+
+// POST a body the server reads as JSON, and its JSON answer.
+async function post(url, body) {
+  const headers = { "Content-Type": "application/json", Accept: "application/json" };
+  return (await request(url, { method: "POST", headers, body })).json();
 }
 
 export async function postJSON(url, body) {
-  const response = await fetch(url, {
-    method: "POST",
-    headers: { "Content-Type": "application/json", Accept: "application/json" },
-    body: JSON.stringify(body),
-  });
-  if (!response.ok) throw await errorOf(response);
-  return response.json();
+  return post(url, JSON.stringify(body));
 }
 
 // A file's bytes as the request body (a trace document for POST /api/traces), unparsed: a
 // trace can be tens of megabytes, and the server checks it anyway.
 export async function postFile(url, file) {
-  const response = await fetch(url, {
-    method: "POST",
-    headers: { "Content-Type": "application/json", Accept: "application/json" },
-    body: file,
-  });
-  if (!response.ok) throw await errorOf(response);
-  return response.json();
+  return post(url, file);
 }
 
 export function readConfig() {

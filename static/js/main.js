@@ -26,7 +26,8 @@ let urlTimer = null;
 
 // --- rendering ---------------------------------------------------------------------------------
 
-const VIEWS = [controls, caption, source, frames, graph, log, memory];
+// Rendered in this order, by name (the name keys `lens.profile`).
+const VIEWS = Object.entries({ controls, caption, source, frames, graph, log, memory });
 
 function context(move) {
   const step = player.step;
@@ -47,17 +48,15 @@ function context(move) {
   };
 }
 
-// Per-view render times, when a bench or a curious developer sets `lens.profile = {}`.
-const VIEW_NAMES = ["controls", "caption", "source", "frames", "graph", "log", "memory"];
-
+// Per-view render times are kept when a bench or a curious developer sets `lens.profile = {}`.
 function renderAll(move) {
   const ctx = context(move);
   const state = player.state;
   const profile = window.lens.profile;
-  for (let i = 0; i < VIEWS.length; i++) {
+  for (const [name, view] of VIEWS) {
     const t0 = profile ? performance.now() : 0;
-    VIEWS[i].render(state, ctx);
-    if (profile) (profile[VIEW_NAMES[i]] ||= []).push(performance.now() - t0);
+    view.render(state, ctx);
+    if (profile) (profile[name] ||= []).push(performance.now() - t0);
   }
   document.body.dataset.step = String(ctx.step);
   scheduleUrl();
@@ -272,8 +271,7 @@ async function loadGraph() {
   try {
     graph.note("Laying out the graph…");
     const dot = await getText(`/api/runs/${encodeURIComponent(runId)}/graph.dot`);
-    await graph.load(dot);
-    graph.render(player.state, context(null));
+    await graph.load(dot); // drawn at the step the views were last rendered at
     document.body.dataset.graph = "1";
   } catch (err) {
     graph.note(`No graph for this run (${err.message}).`);

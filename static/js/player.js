@@ -22,8 +22,9 @@ export class Player {
     this.kindIndex = new Map(); // kind -> ascending list of the steps at which that kind happens
     this.store = new Store(initialState);
     this.step = 0;
-    this.snapshots = new Map([[0, initialState]]);
-    this.furthest = 0; // the furthest step reached by stepping forward (snapshots exist up to it)
+    // snapshots[k]: the state at step k * SNAPSHOT_EVERY, for every such step up to `furthest`.
+    this.snapshots = [initialState];
+    this.furthest = 0; // the furthest step reached by stepping forward
     this.listeners = new Set();
   }
 
@@ -109,7 +110,7 @@ export class Player {
 
   prevOf(kind) {
     const steps = this.kindIndex.get(kind) || [];
-    const i = lowerBound(steps, this.step) - 1;
+    const i = upperBound(steps, this.step - 1) - 1; // the last step < this.step (steps are integers)
     return i >= 0 ? steps[i] : null;
   }
 
@@ -121,11 +122,11 @@ export class Player {
   // null when a snapshot was restored (everything may have changed).
   _moveTo(target) {
     let touched = [];
-    // A snapshot at or before the target, if it is closer than where we are.
-    let base = -1;
-    for (const s of this.snapshots.keys()) if (s <= target && s > base) base = s;
-    if (base >= 0 && target - base < Math.abs(target - this.step)) {
-      this.store.restore(this.snapshots.get(base));
+    // The last snapshot at or before the target, if it is closer than where we are.
+    const k = Math.floor(Math.min(target, this.furthest) / SNAPSHOT_EVERY);
+    const base = k * SNAPSHOT_EVERY;
+    if (target - base < Math.abs(target - this.step)) {
+      this.store.restore(this.snapshots[k]);
       this.step = base;
       touched = null;
     }
@@ -136,7 +137,7 @@ export class Player {
       if (touched) touched.push(changes);
       if (this.step > this.furthest) {
         this.furthest = this.step;
-        if (this.step % SNAPSHOT_EVERY === 0) this.snapshots.set(this.step, this.store.snapshot());
+        if (this.step % SNAPSHOT_EVERY === 0) this.snapshots.push(this.store.snapshot());
       }
     }
     while (this.step > target) {
@@ -149,24 +150,13 @@ export class Player {
   }
 }
 
-// The first index whose value is > x / >= x, in an ascending array.
+// The first index whose value is > x, in an ascending array.
 function upperBound(a, x) {
   let lo = 0;
   let hi = a.length;
   while (lo < hi) {
     const mid = (lo + hi) >> 1;
     if (a[mid] <= x) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
-}
-
-function lowerBound(a, x) {
-  let lo = 0;
-  let hi = a.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >> 1;
-    if (a[mid] < x) lo = mid + 1;
     else hi = mid;
   }
   return lo;

@@ -5,6 +5,7 @@ and to read its event stream."""
 from __future__ import annotations
 
 import json
+import re
 import socket
 import threading
 from collections.abc import Iterator
@@ -102,6 +103,14 @@ def finished_run(client: TestClient, run_id: str) -> dict[str, Any]:
     run: dict[str, Any] = client.get(f"/api/runs/{run_id}").json()
     assert run["status"] in ("done", "error"), run
     return run
+
+
+def page_config(html: str) -> dict[str, Any]:
+    """The JSON a page hands its script (``<script type="application/json" id="config">``)."""
+    match = re.search(r'<script type="application/json" id="config">(.*?)</script>', html, re.S)
+    assert match, html
+    config: dict[str, Any] = json.loads(match.group(1))
+    return config
 
 
 @pytest.fixture(scope="module")

@@ -25,6 +25,7 @@ from engine.trace.state import initial_state
 from tests.app.conftest import (
     finished_run,
     manager,
+    page_config,
     read_stream,
     start_run,
     stream_items,
@@ -321,13 +322,6 @@ def test_runs_a_restart_interrupted_end_as_errors(settings: Settings) -> None:
 
 
 # --- pages ---------------------------------------------------------------------------------------
-
-
-def page_config(html: str) -> dict[str, Any]:
-    match = re.search(r'<script type="application/json" id="config">(.*?)</script>', html, re.S)
-    assert match, html
-    config: dict[str, Any] = json.loads(match.group(1))
-    return config
 
 
 def test_the_home_page_lists_the_scenarios(client: TestClient) -> None:

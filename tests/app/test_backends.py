@@ -4,8 +4,6 @@ uploads and when missing, and ``GET /api/diff`` with its page."""
 from __future__ import annotations
 
 import copy
-import json
-import re
 import sqlite3
 from pathlib import Path
 from types import ModuleType
@@ -20,14 +18,7 @@ from app.main import create_app
 from app.runner import SCENARIOS_DIR, run_scenario
 from app.store import SCHEMA_VERSION, Store
 from engine.trace.export import to_json
-from tests.app.conftest import finished_run, manager, start_run
-
-
-def page_config(html: str) -> dict[str, Any]:
-    match = re.search(r'<script type="application/json" id="config">(.*?)</script>', html, re.S)
-    assert match, html
-    config: dict[str, Any] = json.loads(match.group(1))
-    return config
+from tests.app.conftest import finished_run, manager, page_config, start_run
 
 
 @pytest.fixture(scope="module")

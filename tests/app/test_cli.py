@@ -7,7 +7,6 @@ import argparse
 import importlib.util
 import io
 import json
-import shutil
 import subprocess
 import sys
 import time
@@ -82,7 +81,7 @@ def test_dot_writes_dot_source(tmp_path: Path) -> None:
     assert "cluster" in text  # the checkpoint frame
 
 
-@pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz's dot binary is not installed")
+@pytest.mark.usefixtures("graphviz_dot")
 def test_dot_renders_svg(tmp_path: Path) -> None:
     out = tmp_path / "graph.svg"
     assert main(["dot", "nested_checkpoint", "-o", str(out), "-q"]) == 0

@@ -23,6 +23,8 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import unavailable
+
 ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOTS = ROOT / "test-output" / "screenshots"
 
@@ -49,12 +51,6 @@ def chromium_path() -> str | None:
         if os.access(candidate, os.X_OK):
             return candidate
     return shutil.which("chromium")
-
-
-def _unavailable(why: str) -> None:
-    if os.environ.get("CI"):
-        pytest.fail(why)
-    pytest.skip(why)
 
 
 def free_port() -> int:
@@ -127,10 +123,10 @@ def browser() -> Iterator[Any]:
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
-        _unavailable("the playwright package is missing: install the dev extra (scripts/setup.sh)")
+        unavailable("the playwright package is missing: install the dev extra (scripts/setup.sh)")
     path = chromium_path()
     if path is None:
-        _unavailable("Chromium is not installed: run scripts/setup.sh --browser")
+        unavailable("Chromium is not installed: run scripts/setup.sh --browser")
     with sync_playwright() as p:
         b = p.chromium.launch(executable_path=path, args=CHROMIUM_ARGS)
         try:

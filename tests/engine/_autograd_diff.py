@@ -87,6 +87,12 @@ def assert_same(ours: Any, theirs: Any, path: str = "record") -> None:
         assert ours == theirs, f"{path}: engine {ours!r}, torch {theirs!r}"
 
 
+def _x(lib: ModuleType, values: Any = (0.5, 1.5, -0.3), grad: bool = True) -> Any:
+    """The tests' usual input: a float64 leaf of ``values`` in ``lib``, requiring grad unless
+    ``grad=False``."""
+    return lib.tensor(list(values), dtype=lib.float64, requires_grad=grad)
+
+
 def run_both(scenario: Scenario, torch: ModuleType) -> Any:
     """Run ``scenario`` in both libraries, assert the records match, return the engine's."""
     theirs = run(torch, scenario)

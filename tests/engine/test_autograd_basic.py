@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 import engine
-from tests.engine._autograd_diff import BACKWARD_TWICE, Raised, normalize, raises_same, run_both
+from tests.engine._autograd_diff import BACKWARD_TWICE, Raised, _x, normalize, raises_same, run_both
 
 pytestmark = pytest.mark.oracle
 
@@ -26,10 +26,6 @@ ANOMALY_HINT = (
     "variable in question was changed in there or anywhere later. Good luck!"
 )
 INPLACE = "one of the variables needed for gradient computation has been modified by an inplace operation: "
-
-
-def _x(lib: ModuleType, values: Any = (0.5, 1.5, -0.3), grad: bool = True) -> Any:
-    return lib.tensor(list(values), dtype=lib.float64, requires_grad=grad)
 
 
 # --- retain_graph and freed buffers -------------------------------------------------------------

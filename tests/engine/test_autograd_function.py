@@ -10,13 +10,9 @@ from typing import Any
 
 import pytest
 
-from tests.engine._autograd_diff import BACKWARD_TWICE, raises_same, run_both
+from tests.engine._autograd_diff import BACKWARD_TWICE, _x, raises_same, run_both
 
 pytestmark = pytest.mark.oracle
-
-
-def _x(lib: ModuleType, values: Any = (0.5, 1.5, -0.3)) -> Any:
-    return lib.tensor(list(values), dtype=lib.float64, requires_grad=True)
 
 
 def _exp(lib: ModuleType) -> Any:

@@ -6,6 +6,7 @@ On a failure, the message shows the first events that differ. If the change is i
 
 from __future__ import annotations
 
+import jsonschema
 import pytest
 
 from app.runner import ScenarioInfo, list_scenarios, run_scenario
@@ -37,7 +38,6 @@ def test_every_golden_file_has_a_scenario() -> None:
 
 @pytest.mark.parametrize("info", SCENARIOS, ids=[s.id for s in SCENARIOS])
 def test_scenario_trace_validates_against_the_schema(info: ScenarioInfo) -> None:
-    jsonschema = pytest.importorskip("jsonschema")
     result = run_scenario(info.path, trusted=True)
     assert result.trace is not None
     jsonschema.validate(result.trace, trace.schema())

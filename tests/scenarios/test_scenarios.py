@@ -8,6 +8,7 @@ rest explains what it teaches; a fixed seed; ``use_reentrant`` passed to every `
 from __future__ import annotations
 
 import ast
+import math
 from collections import Counter
 from functools import cache
 from typing import Any
@@ -63,15 +64,8 @@ def test_scenario_conventions(info: ScenarioInfo) -> None:
 def test_scenarios_are_small(info: ScenarioInfo) -> None:
     tensors = events(info.id, "tensor_new")
     assert len(events(info.id)) <= MAX_EVENTS
-    biggest = max(tensors, key=lambda e: _numel(e["shape"]))
-    assert _numel(biggest["shape"]) <= MAX_TENSOR_NUMEL, biggest
-
-
-def _numel(shape: list[int]) -> int:
-    n = 1
-    for s in shape:
-        n *= s
-    return n
+    biggest = max(tensors, key=lambda e: math.prod(e["shape"]))
+    assert math.prod(biggest["shape"]) <= MAX_TENSOR_NUMEL, biggest
 
 
 @pytest.mark.parametrize("info", SCENARIOS, ids=IDS)

@@ -1,10 +1,10 @@
 """Differential test: each bundled scenario's checkpoint events, engine vs torch 2.8.0.
 
-The engine side is the scenario's trace (``run_scenario``), reduced to the checkpoint events. The
-torch side runs the same file against real torch: the scenario imports ``engine``, and a small
-import shim hands it ``torch`` instead (``engine.utils.checkpoint`` becomes
-``torch.utils.checkpoint``, and so on), while ``tests/utils/_ckpt_probe.py`` instruments torch's
-checkpoint internals. Both sides are written in the probe's notation (``frame f#0``,
+The engine side is the scenario's trace (``run_scenario``), reduced to the checkpoint events
+(``checkpoint_events`` of ``tests/trace/_probe_view.py``). The torch side runs the same file
+against real torch: the scenario imports ``engine``, and a small import shim hands it ``torch``
+instead (``engine.utils.checkpoint`` becomes ``torch.utils.checkpoint``, and so on), while
+``tests/utils/_ckpt_probe.py`` instruments torch's checkpoint internals. Both sides are written in the probe's notation (``frame f#0``,
 ``pack f#0[1] [3]``, ``unpack``, ``recompute``, ``rpack``, ``early_stop``, ``recompute_end``) and
 must be equal, in order. Holder deaths are left out: their order among other events may differ.
 """
@@ -24,46 +24,12 @@ from typing import Any
 import pytest
 
 from app.runner import ScenarioInfo, list_scenarios, run_scenario
+from tests.trace._probe_view import checkpoint_events
 from tests.utils._ckpt_probe import Probe
 
 pytestmark = pytest.mark.oracle
 
 SCENARIOS = list_scenarios()
-
-
-def engine_checkpoint_events(events: list[dict[str, Any]]) -> list[str]:
-    """A trace's checkpoint events in the probe's notation."""
-    labels: dict[int, str] = {}
-    out: list[str] = []
-
-    def name(frame: int) -> str:
-        return labels.get(frame, f"?{frame}")
-
-    for e in events:
-        kind = e["kind"]
-        if kind == "frame_new":
-            labels[e["frame"]] = f"{e['label']}#{len(labels)}"
-            created_in = e["created_in"]
-            where = f" in_recompute({name(created_in['recompute'])})" if isinstance(created_in, dict) else ""
-            out.append(f"frame {name(e['frame'])}{where}")
-        elif kind == "pack":
-            out.append(f"pack {name(e['frame'])}[{e['index']}] {e['shape']}")
-        elif kind == "unpack":
-            out.append(f"unpack {name(e['frame'])}[{e['index']}]")
-        elif kind == "recompute_start":
-            out.append(f"recompute {name(e['frame'])}")
-        elif kind == "rpack":
-            if e["outcome"] == "skip":
-                out.append(f"rpack {name(e['frame'])}[{e['index']}] skip")
-            elif e["outcome"] == "extra":
-                out.append(f"rpack {name(e['frame'])}[extra] {e['shape']}")
-            else:
-                out.append(f"rpack {name(e['frame'])}[{e['index']}] {e['shape']}")
-        elif kind == "early_stop":
-            out.append(f"early_stop {name(e['frame'])} {e['count']}/{e['total']}")
-        elif kind == "recompute_end":
-            out.append(f"recompute_end {name(e['frame'])}")
-    return out
 
 
 def _engine_as(lib: str) -> Callable[..., ModuleType]:
@@ -118,7 +84,7 @@ def test_checkpoint_events_match_torch(info: ScenarioInfo, torch_oracle: ModuleT
     theirs, torch_error = torch_checkpoint_events(info.path)
     result = run_scenario(info.path, trusted=True)
     assert result.trace is not None, result.error
-    ours = engine_checkpoint_events(result.trace["events"])
+    ours = checkpoint_events(result.trace["events"])
     assert (result.error.type if result.error else None) == torch_error
     if ours != theirs:
         first = next((i for i, (a, b) in enumerate(zip(ours, theirs, strict=False)) if a != b), None)
@@ -152,7 +118,7 @@ def test_the_notation_names_frames_in_creation_order() -> None:
         {"kind": "recompute_end", "frame": 0},
         {"kind": "holder_gc", "frame": 0, "index": 0},
     ]
-    assert engine_checkpoint_events(events) == [
+    assert checkpoint_events(events) == [
         "frame outer#0",
         "pack outer#0[0] [0]",
         "recompute outer#0",

@@ -2,16 +2,17 @@
 
 ``TraceProbe`` stands in for the ``Probe`` on the engine side: the scenario's marks (phases, body
 starts and ends) go into the trace as ``mark`` events instead of a probe's list, and the checkpoint
-events come from the trace itself. ``probe_events`` turns a trace into the probe's strings.
+events come from the trace itself. ``probe_events`` turns a trace into the probe's strings;
+``checkpoint_events`` keeps the checkpoint events alone (no marks, no holder deaths).
 """
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from typing import Any
 
 from engine import trace
+from tests.utils._ckpt_probe import marked_body
 
 
 class TraceProbe:
@@ -19,20 +20,7 @@ class TraceProbe:
         self.trace: trace.Trace | None = None
 
     def body(self, fn: Callable[..., Any]) -> Callable[..., Any]:
-        name = fn.__name__
-
-        @functools.wraps(fn)
-        def run(*args: Any, **kwargs: Any) -> Any:
-            trace.mark(f"body {name} start")
-            try:
-                out = fn(*args, **kwargs)
-            except BaseException as e:
-                trace.mark(f"body {name} raised {type(e).__name__}")
-                raise
-            trace.mark(f"body {name} end")
-            return out
-
-        return run
+        return marked_body(fn, trace.mark)
 
     def mark(self, event: str) -> None:
         trace.mark(event)
@@ -47,10 +35,13 @@ class TraceProbe:
         return sum(len(h.recomputed) for h in holders if h.ref is not None and h.ref() is not None)
 
 
-def probe_events(events: list[dict[str, Any]], bodies_from_fn: bool = False) -> tuple[list[str], list[str]]:
+def probe_events(
+    events: list[dict[str, Any]], bodies_from_fn: bool = False, marks: bool = True
+) -> tuple[list[str], list[str]]:
     """(events, timeline) as ``Probe`` records them: checkpoint events and marks; the timeline
-    also has the holder deaths. With ``bodies_from_fn``, body starts and ends come from the
-    trace's ``fn_start``/``fn_end`` instead of the marks (and other marks are left out)."""
+    also has the holder deaths. Frames are named ``LABEL#i``, i counting them in creation order.
+    With ``bodies_from_fn``, body starts and ends come from the trace's ``fn_start``/``fn_end``
+    instead of the marks (and other marks are left out); ``marks=False`` leaves the marks out."""
     names: dict[Any, str] = {}
     out: list[str] = []
     timeline: list[str] = []
@@ -62,7 +53,7 @@ def probe_events(events: list[dict[str, Any]], bodies_from_fn: bool = False) -> 
         kind = e["kind"]
         s: str | None = None
         if kind == "frame_new":
-            names[e["frame"]] = f"{e['label']}#{e['frame']}"
+            names[e["frame"]] = f"{e['label']}#{len(names)}"
             s = f"frame {name(e['frame'])}"
             if isinstance(e["created_in"], dict):
                 s += f" in_recompute({name(e['created_in']['recompute'])})"
@@ -84,7 +75,7 @@ def probe_events(events: list[dict[str, Any]], bodies_from_fn: bool = False) -> 
                 s = f"rpack {f}[{e['index']}] {e['shape']}"
         elif kind == "early_stop":
             s = f"early_stop {name(e['frame'])} {e['count']}/{e['total']}"
-        elif kind == "mark" and not bodies_from_fn:
+        elif kind == "mark" and marks and not bodies_from_fn:
             s = e["label"]
         elif kind == "fn_start" and bodies_from_fn:
             s = f"body {name(e['frame']).split('#')[0]} start"
@@ -103,3 +94,8 @@ def probe_events(events: list[dict[str, Any]], bodies_from_fn: bool = False) -> 
             out.append(s)
             timeline.append(s)
     return out, timeline
+
+
+def checkpoint_events(events: list[dict[str, Any]]) -> list[str]:
+    """A trace's checkpoint events alone, in the probe's notation."""
+    return probe_events(events, marks=False)[0]

@@ -1,8 +1,5 @@
-"""Traces of real engine runs, recorded with ``engine.trace.record()``.
-
-``real_trace(name)`` is ``None`` while the recorder is not part of the engine yet, so the tests that
-use real traces run on the synthetic ones alone until then.
-"""
+"""Traces of real engine runs, recorded with ``engine.trace.record()``: ``real_trace(name)``, and
+``with_real(traces)`` to run a test on the synthetic traces and the real ones alike."""
 
 from __future__ import annotations
 
@@ -11,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 import engine
+from engine import trace
 from engine.utils.checkpoint import checkpoint
 
 
@@ -69,16 +67,16 @@ REAL_TRACES: dict[str, Callable[[], None]] = {
 
 
 @functools.cache
-def _record(name: str) -> tuple[dict[str, Any], ...] | None:
-    try:
-        from engine.trace import record
-    except ImportError:
-        return None
-    with record() as tr:
+def _record(name: str) -> tuple[dict[str, Any], ...]:
+    with trace.record() as tr:
         REAL_TRACES[name]()
     return tuple(tr.events)
 
 
-def real_trace(name: str) -> list[dict[str, Any]] | None:
-    events = _record(name)
-    return None if events is None else list(events)
+def real_trace(name: str) -> list[dict[str, Any]]:
+    return list(_record(name))
+
+
+def with_real(traces: dict[str, list[dict[str, Any]]]) -> dict[str, list[dict[str, Any]]]:
+    """``traces`` (the synthetic ones, by name), then every real trace as ``real:NAME``."""
+    return {**traces, **{f"real:{name}": real_trace(name) for name in REAL_TRACES}}

@@ -7,6 +7,7 @@ have (ids, phase, gid, memory) so each scenario reads like the run it describes.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 F64 = 8
@@ -56,7 +57,7 @@ class Builder:
     ) -> int:
         t = self.n_tensors
         self.n_tensors += 1
-        nbytes = F64 * _numel(shape)
+        nbytes = F64 * math.prod(shape)
         if base is None:
             self.nbytes[t] = nbytes
         self.ev(
@@ -110,7 +111,7 @@ class Builder:
         self.n_packs[frame] += 1
         h = self.n_holders
         self.n_holders += 1
-        self.holders[(frame, index)] = (h, F64 * _numel(shape))
+        self.holders[(frame, index)] = (h, F64 * math.prod(shape))
         self.ev(
             "pack",
             frame=frame,
@@ -119,7 +120,7 @@ class Builder:
             tensor=tensor,
             shape=shape,
             dtype="float64",
-            nbytes=F64 * _numel(shape),
+            nbytes=F64 * math.prod(shape),
             node=node,
             slot=slot,
         )
@@ -217,13 +218,6 @@ class Builder:
         self.ev("backward_end")
         self.phase = before
         self.gid = gid
-
-
-def _numel(shape: list[int]) -> int:
-    n = 1
-    for s in shape:
-        n *= s
-    return n
 
 
 # --- scenarios ------------------------------------------------------------------------------------

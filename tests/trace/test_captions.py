@@ -10,7 +10,7 @@ import pytest
 from engine.trace.captions import caption, captions
 from engine.trace.state import KINDS, initial_state, state_at, step
 from tests.trace import _synthetic
-from tests.trace._real import REAL_TRACES, real_trace
+from tests.trace._real import real_trace, with_real
 
 # Every kind of ../shared/spec/trace_events.md.
 SPEC_KINDS = {
@@ -26,12 +26,7 @@ TRACES = {name: build() for name, build in _synthetic.SCENARIOS.items()}
 
 def every_event() -> list[tuple[str, dict[str, Any], str]]:
     out = []
-    traces = dict(TRACES)
-    for name in REAL_TRACES:
-        events = real_trace(name)
-        if events is not None:
-            traces[f"real:{name}"] = events
-    for name, events in traces.items():
+    for name, events in with_real(TRACES).items():
         for event, text in zip(events, captions(events), strict=True):
             out.append((name, event, text))
     return out
@@ -147,8 +142,6 @@ def test_selected_captions(name: str, kind: str, expected: str) -> None:
 
 def test_captions_of_a_real_nested_run() -> None:
     events = real_trace("nested_early_stop")
-    if events is None:
-        pytest.skip("engine.trace.record is not available")
     texts = captions(events)
     unpacks = [t for e, t in zip(events, texts, strict=True) if e["kind"] == "unpack" and e["frame"] == 0]
     assert unpacks[0] == (

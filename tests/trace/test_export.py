@@ -4,24 +4,21 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import subprocess
 from collections import Counter, defaultdict
 from typing import Any
 
+import jsonschema
 import pytest
 
+from engine import trace
 from engine.trace.captions import captions
 from engine.trace.export import annotate, chrome_trace, dot_classes, slot_id, to_chrome, to_dot, to_json
 from engine.trace.state import apply_changes, initial_state, revert_changes, state_at
 from tests.trace import _synthetic
-from tests.trace._real import REAL_TRACES, real_trace
+from tests.trace._real import retain_graph_double_backward, with_real
 
-TRACES = {name: build() for name, build in _synthetic.SCENARIOS.items()}
-for _name in REAL_TRACES:
-    _events = real_trace(_name)
-    if _events is not None:
-        TRACES[f"real:{_name}"] = _events
+TRACES = with_real({name: build() for name, build in _synthetic.SCENARIOS.items()})
 NAMES = sorted(TRACES)
 
 
@@ -177,7 +174,7 @@ def dot_ids(source: str) -> set[str]:
     return set(re.findall(r'\bid="?([\w.]+)"?', source))
 
 
-@pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz's dot is not installed")
+@pytest.mark.usefixtures("graphviz_dot")
 @pytest.mark.parametrize("name", NAMES)
 def test_dot_renders_with_graphviz(name: str) -> None:
     source = to_dot(TRACES[name]).source
@@ -246,13 +243,6 @@ def test_the_chrome_checker_rejects_overlapping_slices() -> None:
 
 
 def test_exports_take_a_recorder_and_plain_json_validates() -> None:
-    trace = pytest.importorskip("engine.trace")
-    if not hasattr(trace, "record"):
-        pytest.skip("engine.trace.record is not available")
-    import jsonschema
-
-    from tests.trace._real import retain_graph_double_backward
-
     with trace.record() as tr:
         retain_graph_double_backward()
     doc = json.loads(to_json(tr))

@@ -20,18 +20,13 @@ from engine.trace.state import (
     step,
 )
 from tests.trace import _synthetic
-from tests.trace._real import REAL_TRACES, real_trace
+from tests.trace._real import with_real
 
 TRACES = {name: build() for name, build in _synthetic.SCENARIOS.items()}
 
 
 def all_traces() -> dict[str, list[dict[str, Any]]]:
-    out = dict(TRACES)
-    for name in REAL_TRACES:
-        events = real_trace(name)
-        if events is not None:
-            out[f"real:{name}"] = events
-    return out
+    return with_real(TRACES)
 
 
 def index_of(events: list[dict[str, Any]], kind: str, nth: int = 0, **fields: Any) -> int:

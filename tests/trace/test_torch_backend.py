@@ -17,8 +17,8 @@ from app.runner import SCENARIOS_DIR, ScenarioInfo, list_scenarios, run_scenario
 from engine.trace import torch_backend
 from engine.trace.diff import compare_grads, diff_traces
 from engine.trace.validate import check_document
-from tests.scenarios.test_vs_torch import engine_checkpoint_events
 from tests.trace._check import validate
+from tests.trace._probe_view import checkpoint_events
 
 pytestmark = pytest.mark.oracle
 
@@ -37,7 +37,7 @@ def test_engine_and_torch_traces_agree(info: ScenarioInfo, torch_oracle: ModuleT
     assert (ours.error and ours.error.type) == (theirs.error and theirs.error.type), theirs.error
     diff = diff_traces(ours.trace, theirs.trace)
     assert diff.checkpoint_equal, diff.summary()
-    assert engine_checkpoint_events(ours.trace["events"]) == engine_checkpoint_events(theirs.trace["events"])
+    assert checkpoint_events(ours.trace["events"]) == checkpoint_events(theirs.trace["events"])
     # Each holder stands for the same node's slot (torch's are found by probing: Note [Which node
     # a pack was for]); the diff compares it on unpacks, this says which pack when it fails.
     assert _packs(theirs.trace) == _packs(ours.trace)

@@ -32,6 +32,26 @@ def _shape(x: Any) -> list[int]:
     return [int(s) for s in x.shape]
 
 
+def marked_body(fn: Callable[..., Any], mark: Callable[[str], None]) -> Callable[..., Any]:
+    """``fn`` wrapped to ``mark`` each run: ``body NAME start``, then ``body NAME end`` or ``body NAME
+    raised TYPE``. ``Probe`` and ``TraceProbe`` (tests/trace/_probe_view.py) both mark bodies with
+    it, so that the two spell them alike."""
+    name = fn.__name__
+
+    @functools.wraps(fn)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        mark(f"body {name} start")
+        try:
+            out = fn(*args, **kwargs)
+        except BaseException as e:
+            mark(f"body {name} raised {type(e).__name__}")
+            raise
+        mark(f"body {name} end")
+        return out
+
+    return run
+
+
 class Probe:
     def __init__(self, cp: ModuleType) -> None:
         self.cp = cp
@@ -57,19 +77,12 @@ class Probe:
 
     def body(self, fn: Callable[..., Any]) -> Callable[..., Any]:
         """Wrap a checkpointed function: count its runs and mark start/end/raise."""
-        name = fn.__name__
+        marked = marked_body(fn, self._ev)
 
         @functools.wraps(fn)
         def run(*args: Any, **kwargs: Any) -> Any:
-            self.body_runs[name] += 1
-            self._ev(f"body {name} start")
-            try:
-                out = fn(*args, **kwargs)
-            except BaseException as e:
-                self._ev(f"body {name} raised {type(e).__name__}")
-                raise
-            self._ev(f"body {name} end")
-            return out
+            self.body_runs[fn.__name__] += 1
+            return marked(*args, **kwargs)
 
         return run
 

@@ -82,6 +82,17 @@ def err(e: BaseException) -> str:
     return f"{type(e).__name__}: {e}"
 
 
+def grads_or_error(out: Any, *inputs: Any) -> Any:
+    """``out.sum().backward()``, then the gradient of the one input (a list for several), or the
+    error's text if the backward raised a ``RuntimeError``."""
+    try:
+        out.sum().backward()
+    except RuntimeError as e:
+        return err(e)
+    grads = [A(t.grad) for t in inputs]
+    return grads[0] if len(inputs) == 1 else grads
+
+
 def op_name(func: Any) -> str:
     """``aten.mul.Tensor`` (torch) and ``engine.ops.mul`` (engine) are both ``mul``."""
     schema = getattr(func, "_schema", None)

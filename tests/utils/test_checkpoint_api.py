@@ -23,10 +23,7 @@ from engine.ops import DispatchMode
 from engine.utils.checkpoint import CheckpointError, GraphExecGroup, checkpoint
 from tests.utils._checkpoint_helpers import assert_equal
 
-
-@pytest.fixture(autouse=True)
-def _seed() -> None:
-    engine.manual_seed(0)
+pytestmark = pytest.mark.usefixtures("engine_seed")
 
 
 # === test/test_autograd.py: TestAutograd =========================================================

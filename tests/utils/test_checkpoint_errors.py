@@ -31,9 +31,7 @@ TIP = (
 )
 
 
-@pytest.fixture(autouse=True)
-def _seed() -> None:
-    engine.manual_seed(0)
+pytestmark = pytest.mark.usefixtures("engine_seed")
 
 
 def get_non_det_fn(orig_fn: Callable[[Any], Any], recompute_fn: Callable[[Any], Any]) -> Callable[[Any], Any]:

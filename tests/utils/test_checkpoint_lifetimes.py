@@ -16,10 +16,7 @@ import engine
 import engine.utils.checkpoint as cp
 from engine.utils.checkpoint import checkpoint
 
-
-@pytest.fixture(autouse=True)
-def _seed() -> None:
-    engine.manual_seed(0)
+pytestmark = pytest.mark.usefixtures("engine_seed")
 
 
 # === test/test_autograd.py: TestAutograd =========================================================

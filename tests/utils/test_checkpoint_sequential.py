@@ -18,10 +18,7 @@ import engine.nn as nn
 from engine.utils.checkpoint import checkpoint_sequential
 from tests.utils._checkpoint_helpers import USE_REENTRANT_WARNING, assert_equal
 
-
-@pytest.fixture(autouse=True)
-def _seed() -> None:
-    engine.manual_seed(0)
+pytestmark = pytest.mark.usefixtures("engine_seed")
 
 
 # === test/test_autograd.py: TestAutograd =========================================================

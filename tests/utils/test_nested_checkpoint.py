@@ -19,6 +19,8 @@ import engine
 from engine.ops import DispatchMode
 from engine.utils.checkpoint import checkpoint, set_checkpoint_early_stop
 
+pytestmark = pytest.mark.usefixtures("engine_seed")
+
 Fn = Callable[[Any], Any]
 
 
@@ -97,11 +99,6 @@ def check_graph_dies(fn: Fn) -> None:
     refs = scope()
     node_names = [h.node_name for ref in refs if (h := ref()) is not None]
     assert node_names == []
-
-
-@pytest.fixture(autouse=True)
-def _seed() -> None:
-    engine.manual_seed(0)
 
 
 @pytest.mark.parametrize("early_stop", [True, False])

@@ -30,10 +30,7 @@ from engine.utils.checkpoint import (
     create_selective_checkpoint_contexts,
 )
 
-
-@pytest.fixture(autouse=True)
-def _seed() -> None:
-    engine.manual_seed(0)
+pytestmark = pytest.mark.usefixtures("engine_seed")
 
 
 @contextmanager

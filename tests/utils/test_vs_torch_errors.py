@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from tests.utils._ckpt_probe import Probe
-from tests.utils._vs_torch import A, T, compare, err, scenario, scenario_names, variants
+from tests.utils._vs_torch import A, T, compare, err, grads_or_error, scenario, scenario_names, variants
 
 # --- exceptions in the checkpointed function -----------------------------------------------------
 
@@ -115,11 +115,7 @@ def determinism(
     with cp.set_checkpoint_early_stop(early_stop):
         out = cp.checkpoint(f, x, use_reentrant=False, determinism_check=check)
     probe.set_phase("backward")
-    try:
-        out.sum().backward()
-        result: Any = A(x.grad)
-    except RuntimeError as e:
-        result = err(e)
+    result = grads_or_error(out, x)
     probe.set_phase("end")
     return {"result": result}
 

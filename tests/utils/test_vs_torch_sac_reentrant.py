@@ -16,7 +16,17 @@ from typing import Any
 import pytest
 
 from tests.utils._ckpt_probe import Probe
-from tests.utils._vs_torch import A, T, compare, err, op_name, scenario, scenario_names, variants
+from tests.utils._vs_torch import (
+    A,
+    T,
+    compare,
+    err,
+    grads_or_error,
+    op_name,
+    scenario,
+    scenario_names,
+    variants,
+)
 
 # --- selective activation checkpointing ----------------------------------------------------------
 
@@ -69,11 +79,7 @@ def sac(lib: ModuleType, cp: ModuleType, probe: Probe, how: str) -> dict[str, An
 
     out = cp.checkpoint(f, x, w, use_reentrant=False, context_fn=context_fn)
     probe.set_phase("backward")
-    try:
-        out.sum().backward()
-        result: Any = [A(x.grad), A(w.grad)]
-    except RuntimeError as e:
-        result = err(e)
+    result = grads_or_error(out, x, w)
     probe.set_phase("end")
     return {"calls": calls, "result": result}
 
@@ -117,11 +123,7 @@ def sac_cached_output_mutated(lib: ModuleType, cp: ModuleType, probe: Probe, all
 
     out = cp.checkpoint(f, x, use_reentrant=False, context_fn=context_fn)
     probe.set_phase("backward")
-    try:
-        out.sum().backward()
-        result: Any = A(x.grad)
-    except RuntimeError as e:
-        result = err(e)
+    result = grads_or_error(out, x)
     probe.set_phase("end")
     return {"calls": calls, "result": result}
 

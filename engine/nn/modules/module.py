@@ -14,7 +14,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from engine._tensor import Tensor
+from engine._tensor import Tensor, _typename
 from engine.autograd.grad_mode import no_grad
 from engine.nn.modules._hooks import (
     _add_hook,
@@ -43,23 +43,6 @@ def _addindent(s: str, num_spaces: int) -> str:
         return s
     first = lines.pop(0)
     return first + "\n" + "\n".join(num_spaces * " " + line for line in lines)
-
-
-_TENSOR_TYPES = {
-    "float32": "FloatTensor",
-    "float64": "DoubleTensor",
-    "int64": "LongTensor",
-    "bool": "BoolTensor",
-}
-
-
-def _typename(obj: object) -> str:
-    # torch.typename: a tensor is named by its dtype ("torch.FloatTensor"), whatever its class.
-    if isinstance(obj, Tensor):
-        return "engine." + _TENSOR_TYPES.get(obj.dtype.name, "Tensor")
-    module = type(obj).__module__
-    name = type(obj).__qualname__
-    return name if module == "builtins" else f"{module}.{name}"
 
 
 class Module(StateDictMixin):

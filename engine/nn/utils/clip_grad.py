@@ -10,32 +10,19 @@ from collections.abc import Iterable
 
 import numpy as np
 
+from engine import ops
 from engine._tensor import Tensor
 from engine.autograd.grad_mode import no_grad
 
 __all__ = ["clip_grad_norm_", "clip_grad_value_"]
 
 
-def _vector_norm(a: np.ndarray, norm_type: float) -> np.ndarray:
-    # torch.linalg.vector_norm of a flattened array, in the array's dtype.
-    flat = np.abs(a.reshape(-1))
-    if norm_type == float("inf"):
-        out = flat.max(initial=0)
-    elif norm_type == float("-inf"):
-        out = flat.min()
-    elif norm_type == 0:
-        out = np.count_nonzero(flat)
-    else:
-        out = (flat**norm_type).sum() ** (1.0 / norm_type)
-    return np.asarray(out, dtype=a.dtype)
-
-
 def _get_total_norm(tensors: list[Tensor], norm_type: float, error_if_nonfinite: bool) -> Tensor:
     """The norm of the per-tensor norms, which is the norm of all elements together."""
     if not tensors:
         return Tensor._make(np.asarray(0.0, np.float32))
-    norms = np.stack([_vector_norm(t._data, norm_type) for t in tensors])
-    total = Tensor._make(_vector_norm(norms, norm_type))
+    norms = [ops.linalg_vector_norm(t, norm_type) for t in tensors]
+    total: Tensor = ops.linalg_vector_norm(ops.stack(norms), norm_type)
     if error_if_nonfinite and not np.isfinite(total._data):
         raise RuntimeError(
             f"The total norm of order {norm_type} for gradients from `parameters` is non-finite, so it "

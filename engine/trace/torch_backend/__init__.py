@@ -25,8 +25,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from types import ModuleType, TracebackType
 from typing import Any
 
-from engine.trace.record import _Recording
-from engine.trace.record import record as _engine_record
+from engine.trace.record import _files_and_sources, _Recording
 
 __all__ = [
     "SUPPORTED",
@@ -103,8 +102,7 @@ def record(
     is missing or its version is not supported."""
     if source_files is None:
         source_files = [sys._getframe(1).f_code.co_filename]
-    template = _engine_record(source_files, max_events=max_events)
-    return _TorchRecording(template.files, template.trace.sources, max_events)
+    return _TorchRecording(*_files_and_sources(source_files), max_events)
 
 
 # --- scenarios written for the engine ----------------------------------------------------------

@@ -37,7 +37,7 @@ from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
 
-from engine.trace.torch_backend._recorder import TorchRecorder
+from engine.trace.torch_backend._recorder import ACCUMULATE_GRAD, TorchRecorder
 
 # Tensor methods and functions that are no op worth an event (they answer questions).
 _QUIET = frozenset(
@@ -395,7 +395,7 @@ class Instrumentation:
     def _hook_node(self, node: Any, nid: int) -> None:
         """Hooks that hold only the node's trace id (Note [Torch nodes have no identity])."""
         emit, current_task = self.emit, self.torch._C._current_graph_task_id
-        variable = weakref.ref(node.variable) if node.name() == "torch::autograd::AccumulateGrad" else None
+        variable = weakref.ref(node.variable) if node.name() == ACCUMULATE_GRAD else None
 
         def pre_hook(grad_outputs: Any) -> None:
             emit("t_node_exec", nid=nid, task=int(current_task()))

@@ -17,11 +17,10 @@ recorded for torch, and a hook registered on a node holds only its trace id.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
-from engine.trace._core import NodeEntry, TensorEntry
-from engine.trace._kinds import UINT64_MAX, Recorder
+from engine.trace._core import NodeEntry, TensorEntry, live_entry
+from engine.trace._kinds import UINT64_MAX, Recorder, scalar
 
 ACCUMULATE_GRAD = "torch::autograd::AccumulateGrad"
 
@@ -44,7 +43,6 @@ class TorchRecorder(Recorder):
         # Nodes by their lifelong key (Note [Torch nodes have no identity]).
         self._node_keys: dict[Any, NodeEntry] = {}
         self._node_by_nid: dict[int, NodeEntry] = {}
-        self._node_names: dict[int, str] = {}
         # Node sequence numbers count from the recording's start: a throwaway node reads the
         # thread's counter (torch has no getter for it).
         probe = torch.ones(1, requires_grad=True).mul(1.0)
@@ -97,8 +95,7 @@ class TorchRecorder(Recorder):
     def register(self, t: Any) -> None:
         """An op's output: its tensor_new comes before the next event (it may be known already:
         a saved output is seen by the pack hook while the op runs)."""
-        entry = self._tensors.get(id(t))
-        if entry is None or entry.ref is None or entry.ref() is not t:
+        if live_entry(self._tensors, t) is None:
             self._register_tensor(t)
 
     def storage_of(self, t: Any) -> tuple[int, int]:
@@ -110,12 +107,7 @@ class TorchRecorder(Recorder):
     def _tensor_new(self, t: Any, entry: TensorEntry, pre_existing: bool = False) -> None:
         node = self.nid(t.grad_fn)
         base = self.tid(t._base) if t._is_view() else None
-        entry.tid = self._n_tensors
-        self._n_tensors += 1
-        entry.skey, storage_nbytes = self.storage_of(t)
-        if self.live.add(entry.skey, storage_nbytes):
-            self._storage_ids[entry.skey] = self._n_storages
-            self._n_storages += 1
+        storage, storage_nbytes = self._number_tensor(t, entry)
         fields: dict[str, Any] = {
             "tensor": entry.tid,
             "shape": list(t.shape),
@@ -126,13 +118,12 @@ class TorchRecorder(Recorder):
             "node": node,
             "output_nr": int(t.output_nr),
             "base": base,
-            "storage": self._storage_ids[entry.skey],
+            "storage": storage,
             "storage_nbytes": storage_nbytes,
             "version": int(t._version),
             "name": None,
         }
-        entry.event = self.append("tensor_new", fields, src=entry.src, phase=entry.phase, gid=entry.gid)
-        self._unnamed[entry.key] = entry
+        self._append_tensor_new(entry, fields)
 
     def _shape_fields(self, t: Any) -> dict[str, Any]:
         return {"shape": list(t.shape), "dtype": _dtype_name(t), "nbytes": t.numel() * t.element_size()}
@@ -146,12 +137,6 @@ class TorchRecorder(Recorder):
 
     def node_entry(self, node: Any) -> NodeEntry | None:
         return None if node is None else self._node_keys.get(self.node_key(node))
-
-    def nid(self, node: Any) -> int | None:
-        if node is None:
-            return None
-        entry = self._node_keys.get(self.node_key(node))
-        return (entry if entry is not None else self.register_node(node)).nid
 
     def register_node(self, node: Any, pre_existing: bool = False) -> NodeEntry:
         # What it refers to first: their events come before, with smaller ids.
@@ -173,7 +158,6 @@ class TorchRecorder(Recorder):
         }
         if is_acc:
             fields["variable"] = variable
-        self._node_names[entry.nid] = node.name()
         self.append("node_new", fields)
         if self.on_new_node is not None:
             self.on_new_node(node, entry.nid)
@@ -234,11 +218,7 @@ class TorchRecorder(Recorder):
             return
         entry.was_saved = True
         for slot, t in f["saved"]:
-            nbytes = 0
-            if t is not None:
-                skey, nbytes = self.storage_of(t)
-                self.saved.add(skey, nbytes)
-                entry.saved.append(skey)
+            nbytes = self._count_saved(entry, t) if t is not None else 0
             fields = {
                 "node": nid,
                 "slot": slot,
@@ -250,12 +230,6 @@ class TorchRecorder(Recorder):
                 "nbytes": nbytes,
             }
             self.append("saved", fields)
-
-    def _k_t_saved_release(self, f: dict[str, Any]) -> None:
-        entry = self._node_by_nid.get(f["nid"])
-        if entry is not None and entry.was_saved:
-            self._drop_saved(entry)
-            self.append("saved_release", {"node": entry.nid})
 
     def _k_t_backward_start(self, f: dict[str, Any]) -> None:
         fields = {
@@ -283,31 +257,17 @@ class TorchRecorder(Recorder):
         nid = f["nid"]
         grads = [self.tid(g) for g in f["grads"]]
         self.append("node_exec_end", {"node": nid, "grads": grads})
-        if self._node_names.get(nid) == ACCUMULATE_GRAD and f.get("variable") is not None:
-            v = f["variable"]
+        v = f.get("variable")  # an AccumulateGrad's leaf (the hook passes None for other nodes)
+        if v is not None:
             self.append("grad_accumulate", {"tensor": self.tid(v), "grad": self.tid(v.grad), "node": nid})
         if self.backwards and not self.backwards[-1][1]:
-            self._k_t_saved_release({"nid": nid})
-
-    def _k_version_bump(self, f: dict[str, Any]) -> None:
-        t = f["tensor"]
-        self.append("version_bump", {"tensor": self.tid(t), "version": int(t._version)})
-
-    def _k_op(self, f: dict[str, Any]) -> None:
-        fields = {
-            "name": f["name"],
-            "inputs": [self._value(v) for v in f["inputs"]],
-            "outputs": [self.tid(t) for t in f["outputs"]],
-            "node": self.nid(f["node"]),
-        }
-        self.append("op", fields)
+            self._release_saved(self._node_by_nid.get(nid))
 
     def _value(self, v: Any) -> Any:
+        """An op argument: torch's ops take Python numbers as they are."""
         if isinstance(v, self._Tensor):
             return self.tid(v)
-        if isinstance(v, bool | int) or (isinstance(v, float) and math.isfinite(v)):
-            return {"scalar": v}
-        return None if v is None else {"scalar": repr(v)}
+        return None if v is None else scalar(v)
 
 
 __all__ = ["ACCUMULATE_GRAD", "TorchRecorder"]

@@ -3,6 +3,7 @@
 // keeps the checkpoint events only (on by default: they are what must match). Virtualised like the
 // event log: a long trace has as many rows as events, and only those in view exist in the DOM.
 
+import { perFrame } from "../frame.js";
 import { esc } from "../format.js";
 
 const ROW = 24; // px, matches .diff-row in app.css
@@ -27,7 +28,6 @@ let diff = null;
 let shown = []; // indexes into diff.rows, after the filter
 let viewTop = 0;
 let viewHeight = 400;
-let pending = false;
 let urls = { a: "", b: "" };
 
 export function mount(el, options) {
@@ -67,15 +67,6 @@ export function mount(el, options) {
   }).observe(scroller);
 }
 
-function schedule() {
-  if (pending) return;
-  pending = true;
-  requestAnimationFrame(() => {
-    pending = false;
-    draw();
-  });
-}
-
 function side(row, which, runUrl) {
   const seq = row[which];
   if (seq === null || seq === undefined) return `<span class="cell gap side-${which}"></span>`;
@@ -89,6 +80,8 @@ function side(row, which, runUrl) {
     `<span class="desc" title="${esc(text)}">${esc(text)}</span>${fields}</span>`
   );
 }
+
+const schedule = perFrame(draw);
 
 function draw() {
   if (!diff) return;

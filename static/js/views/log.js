@@ -2,6 +2,7 @@
 // the rows in view exist in the DOM (a 100,000-event run has 100,000 rows), all of one height.
 // Clicking a row jumps to its step.
 
+import { perFrame } from "../frame.js";
 import { captionText, esc } from "../format.js";
 
 const ROW = 22; // px, matches .log-row in app.css
@@ -14,7 +15,6 @@ let player = null;
 let onPick = null;
 let current = -1; // index of the selected event (step - 1)
 let drawn = { start: -1, end: -1, current: -2, length: -1 };
-let pending = false;
 // The scroll position and height, cached: reading them while a step renders would force a layout
 // (see defer in main.js). Scroll events and a ResizeObserver keep them current.
 let viewTop = 0;
@@ -45,21 +45,14 @@ export function mount(el, options) {
   });
 }
 
-function schedule() {
-  if (pending) return;
-  pending = true;
-  requestAnimationFrame(() => {
-    pending = false;
-    draw();
-  });
-}
-
 // New events arrived: grow the list (cheap: one height).
 export function grow() {
   root.querySelector(".log-count").textContent = `${player.length.toLocaleString()} events`;
   spacer.style.height = `${player.length * ROW}px`;
   schedule();
 }
+
+const schedule = perFrame(draw);
 
 function draw() {
   const n = player.length;

@@ -3,6 +3,7 @@
 // the current step. The chart is drawn when events arrive or the size changes; a step only moves
 // the cursor and the numbers, so it costs nothing on long runs.
 
+import { perFrame } from "../frame.js";
 import { bytes } from "../format.js";
 
 const SERIES = [
@@ -17,7 +18,6 @@ let cursor = null;
 let readout = null;
 let player = null;
 let onPick = null;
-let pending = false;
 let layout = { left: 0, width: 1, n: 0 };
 
 export function mount(el, options) {
@@ -40,14 +40,7 @@ export function mount(el, options) {
 }
 
 // Events arrived (or the size changed): redraw on the next frame.
-export function grow() {
-  if (pending) return;
-  pending = true;
-  requestAnimationFrame(() => {
-    pending = false;
-    draw();
-  });
-}
+export const grow = perFrame(draw);
 
 function draw() {
   const plot = canvas.parentElement;
@@ -146,13 +139,17 @@ function placeCursor(step) {
   cursor.style.transform = `translateX(${px}px)`;
 }
 
+let shownReadout = "";
+
 export function render(state, ctx) {
   placeCursor(ctx.step);
   const mem = state.mem || {};
   const peak = state.peak || {};
-  readout.innerHTML = SERIES.map(
+  const html = SERIES.map(
     (s) =>
       `<span class="mem-item"><i style="background:${s.color}"></i>${s.label} <b>${bytes(mem[s.key] || 0)}</b>` +
       `<span class="dim"> peak ${bytes(peak[s.key] || 0)}</span></span>`,
   ).join("");
+  // Most steps leave the numbers as they were: rebuild the readout only when its text changes.
+  if (html !== shownReadout) readout.innerHTML = shownReadout = html;
 }

@@ -2,8 +2,11 @@
 // Tutor's two arrows: green for the line of the current event, red for the line of the next one.
 // A run that failed also gets its error line marked.
 
+import { esc } from "../format.js";
+
 let root = null;
 let body = null;
+let whereEl = null;
 let lineEls = [];
 let filename = null;
 let shown = { cur: 0, next: 0 }; // 1-based lines currently marked (0: none)
@@ -63,10 +66,6 @@ function highlight(lines) {
   });
 }
 
-function esc(text) {
-  return text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
-}
-
 export function mount(el) {
   root = el;
   root.classList.add("source-view");
@@ -79,6 +78,7 @@ export function mount(el) {
     <div class="source-body" tabindex="-1"></div>
     <div class="source-where"></div>`;
   body = root.querySelector(".source-body");
+  whereEl = root.querySelector(".source-where");
 }
 
 // `source`: the scenario text; `error`: the run's error ({type, message, file, line}) or null.
@@ -121,6 +121,7 @@ function sameFile(file) {
   return !file || !filename || file === filename;
 }
 
+// The scenario line of an event (or of the state's `now`), 0 if it has none there.
 function lineOf(event) {
   const src = event && event.src;
   return src && src.line && sameFile(src.file) ? src.line : 0;
@@ -134,7 +135,7 @@ function mark(line, cls, on) {
 
 export function render(state, ctx) {
   const now = state && state.now ? state.now : null;
-  const cur = now && now.src && now.src.line && sameFile(now.src.file) ? now.src.line : 0;
+  const cur = lineOf(now);
   const next = lineOf(ctx.next);
   if (cur !== shown.cur) {
     mark(shown.cur, "cur", false);
@@ -145,9 +146,8 @@ export function render(state, ctx) {
     mark(next, "next", true);
   }
   shown = { cur, next };
-  const where = root.querySelector(".source-where");
   const src = now && now.src;
-  where.textContent = src && src.file && !sameFile(src.file) ? `in ${src.file}, line ${src.line}` : "";
+  whereEl.textContent = src && src.file && !sameFile(src.file) ? `in ${src.file}, line ${src.line}` : "";
   const el = lineEls[(cur || next) - 1];
   if (el) ctx.defer("source", () => keepVisible(el));
 }
