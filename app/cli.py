@@ -3,6 +3,7 @@
     autograd-lens scenarios                         list the bundled scenarios
     autograd-lens trace SCENARIO [-o trace.json] [--format json|chrome] [--backend engine|torch]
                                  [--untrusted] [--open [--server URL] [--no-browser]] [-- ARG...]
+    autograd-lens trace SCENARIO --story [-o story.txt]   the story level as text (docs/viewer.md)
     autograd-lens open TRACE.json [--server URL] [--no-browser]   step through it in the viewer
     autograd-lens dot SCENARIO -o graph.dot|graph.svg [--backend engine|torch] [--untrusted]
     autograd-lens diff SCENARIO [--against TRACE.json] [-o diff.json] [--json]   engine vs torch
@@ -140,11 +141,19 @@ def cmd_trace(args: argparse.Namespace) -> int:
             "autograd-lens: --open sends the json format to the viewer, not --format chrome", file=sys.stderr
         )
         return 2
+    if args.story and (args.open or args.format != "json"):
+        print("autograd-lens: --story prints text; it does not go with --open or --format", file=sys.stderr)
+        return 2
     result = _run(args)
     if isinstance(result, int):
         return result
     if result.trace is None:
         return 1
+    if args.story:
+        from engine.trace.story import story_text
+
+        _write(story_text(result.trace["events"]), args.output)
+        return 0 if result.ok else 1
     text = to_chrome(result.trace) if args.format == "chrome" else to_json(result.trace, indent=args.indent)
     if args.output or not args.open:  # with --open alone, the trace goes to the viewer only
         _write(text, args.output)
@@ -398,6 +407,11 @@ def build_parser() -> argparse.ArgumentParser:
     p_trace.add_argument("-o", "--output", help="output file (default: stdout)")
     p_trace.add_argument("--format", choices=["json", "chrome"], default="json")
     p_trace.add_argument("--indent", type=int, default=None, help="indent the JSON (json format)")
+    p_trace.add_argument(
+        "--story",
+        action="store_true",
+        help="print the story level instead of the trace: chapters, and one captioned line per story step",
+    )
     p_trace.add_argument(
         "--open",
         action="store_true",

@@ -119,6 +119,7 @@ class StreamItem(BaseModel):
     event: dict[str, Any] = Field(description="the trace event (docs/trace.md)")
     changes: list[list[Any]] = Field(description="the reducer's changes, [op, path, old, new] each")
     caption: str
+    changed: list[str] = Field(default=[], description="what the changes did, in a few short lines")
 
 
 class StreamDone(BaseModel):

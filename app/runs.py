@@ -57,6 +57,7 @@ from app.runner import (
 )
 from app.store import INTERRUPTED, RunRecord, Store
 from engine.trace.captions import caption
+from engine.trace.changed import describe_changes
 from engine.trace.export import to_dot, to_json
 from engine.trace.state import Event, initial_state, step
 
@@ -187,8 +188,9 @@ def new_run_id() -> str:
 class EventWriter:
     """Annotates events in order and stores them in batches (Note [Events while running]).
 
-    Each item is ``{"event", "changes", "caption"}``: the caption comes from the state before the
-    event, the changes from stepping the reducer over it (docs/trace.md, "The reducer").
+    Each item is ``{"event", "changes", "caption", "changed"}``: the caption comes from the state
+    before the event, the changes from stepping the reducer over it (docs/trace.md, "The reducer"),
+    and ``changed`` says them in a few lines (``engine/trace/changed.py``).
     """
 
     def __init__(
@@ -209,7 +211,8 @@ class EventWriter:
             self.count += 1
             text = caption(self.state, event)
             changes = step(self.state, event)
-            self.pending.append({"event": event, "changes": changes, "caption": text})
+            changed = describe_changes(self.state, changes)
+            self.pending.append({"event": event, "changes": changes, "caption": text, "changed": changed})
             if len(self.pending) >= self.batch_events:
                 self.flush()
 

@@ -145,7 +145,9 @@ def trace_document(store: Store, run_id: str, *, derived: bool = False) -> dict[
         "events": [item["event"] for item in items],
     }
     if derived:
-        doc["derived"] = [{"changes": i["changes"], "caption": i["caption"]} for i in items]
+        doc["derived"] = [
+            {"changes": i["changes"], "caption": i["caption"], "changed": i.get("changed", [])} for i in items
+        ]
     return doc
 
 

@@ -20,6 +20,7 @@ from app.deps import ManagerDep, RunDep, TemplatesDep, find_run
 from app.models import ErrorResponse
 from app.runner import list_scenarios
 from app.runs import backend_version
+from engine.trace.glossary import glossary
 
 router = APIRouter(tags=["pages"])
 
@@ -71,7 +72,9 @@ def run_page(request: Request, run: RunDep, templates: TemplatesDep, step: str |
             "trace": f"{base}/trace.json",
             "chrome": f"{base}/trace.chrome.json",
             "dot": f"{base}/graph.dot",
+            "story": f"{base}/story",
         },
+        "glossary": glossary(),
     }
     return _render(templates, request, "run.html", config, run_id=run.id, title=run.title)
 

@@ -501,6 +501,13 @@ def _node_exec(state: State, e: Event) -> str:
         return (
             f"The engine runs {_node(state, e.get('node'))}{where}: it adds the incoming gradient to `.grad`."
         )
+    if info is not None and info["name"].startswith("CheckpointFunction"):
+        # use_reentrant=True: the whole recomputation happens inside this node's backward.
+        return (
+            f"The engine runs {_node(state, e.get('node'))}{where}: the reentrant checkpoint re-runs its "
+            "function with grad enabled, then runs a backward of its own through the result (a nested "
+            "graph task)."
+        )
     return f"The engine runs {_node(state, e.get('node'))}{where}: it computes gradients for its inputs."
 
 

@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from engine.trace.captions import caption
+from engine.trace.changed import describe_changes
 from engine.trace.record import SCHEMA, VERSION
 from engine.trace.state import Event, State, gid_key, gid_label, initial_state, step
 
@@ -42,12 +43,14 @@ def document_of(trace: Any) -> dict[str, Any]:
 
 
 def annotate(trace: Any) -> list[dict[str, Any]]:
-    """For each event, the reducer's changes (Note [Changes] in delta.py) and its caption."""
+    """For each event, the reducer's changes (Note [Changes] in delta.py), its caption, and what
+    the changes did in a few lines (``changed.py``)."""
     state = initial_state()
     out = []
     for event in events_of(trace):
         text = caption(state, event)
-        out.append({"changes": step(state, event), "caption": text})
+        changes = step(state, event)
+        out.append({"changes": changes, "caption": text, "changed": describe_changes(state, changes)})
     return out
 
 

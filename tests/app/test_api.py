@@ -21,7 +21,9 @@ from app.runner import SCENARIOS_DIR, list_scenarios
 from app.runs import clean_filename, docstring_title
 from app.store import INTERRUPTED, Store
 from engine.trace.export import annotate, to_dot
+from engine.trace.glossary import glossary
 from engine.trace.state import initial_state
+from engine.trace.story import story_document
 from tests.app.conftest import (
     finished_run,
     manager,
@@ -104,6 +106,24 @@ def test_graph_dot_and_chrome_exports(client: TestClient, nested: str) -> None:
     slices = [e for e in chrome["traceEvents"] if e["ph"] == "X"]
     assert slices and all(e["ts"] == int(e["ts"]) for e in slices)
     assert client.get(f"/api/runs/{nested}/trace.chrome.json?clock=wall").status_code == 422
+
+
+def test_the_story_of_a_finished_run(client: TestClient, nested: str) -> None:
+    events = client.get(f"/api/runs/{nested}/trace.json").json()["events"]
+    response = client.get(f"/api/runs/{nested}/story")
+    assert response.status_code == 200 and response.headers["content-type"] == "application/json"
+    story = response.json()
+    assert story == json.loads(json.dumps(story_document(events)))
+    assert story["n_events"] == len(events)
+    assert client.get(f"/api/runs/{nested}/story").json() == story  # the second answer is the cached one
+    assert client.get("/api/runs/doesnotexist/story").status_code == 404
+
+
+def test_the_glossary_and_the_run_page_carry_the_terms(client: TestClient, nested: str) -> None:
+    terms = client.get("/api/glossary").json()
+    assert [t["id"] for t in terms] == [t["id"] for t in glossary()]
+    page = client.get(f"/runs/{nested}").text
+    assert '"glossary":' in page and "_CheckpointFrame (a frame)" in page
 
 
 # --- concurrency ---------------------------------------------------------------------------------
@@ -315,6 +335,8 @@ def test_runs_a_restart_interrupted_end_as_errors(settings: Settings) -> None:
             run = client.get(f"/api/runs/{run_id}").json()
             assert run["status"] == "error"
             assert run["error"]["message"] == INTERRUPTED
+        # The story of what was stored before the crash (a finished run, with an error).
+        assert client.get("/api/runs/runningrun/story").json()["steps"][0]["kind"] == "mark"
         messages = read_stream(client, "runningrun")  # what was stored stays readable
         assert [i["event"] for i in stream_items(messages)] == [event]
         assert messages[-1].data["status"] == "error"

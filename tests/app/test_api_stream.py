@@ -43,9 +43,9 @@ def test_the_stream_sends_annotated_batches_then_done(client: TestClient, nested
         assert m.id == str(m.data[-1]["event"]["seq"])
     items = stream_items(messages)
     assert [i["event"] for i in items] == events
-    assert [{"changes": i["changes"], "caption": i["caption"]} for i in items] == json.loads(
-        json.dumps(annotate(events))
-    )
+    assert [
+        {"changes": i["changes"], "caption": i["caption"], "changed": i["changed"]} for i in items
+    ] == json.loads(json.dumps(annotate(events)))
     done = messages[-1]
     assert done.id is None  # the client's last event id stays the last event's seq
     assert done.data == {"status": "done", "error": None, "n_events": len(events)}
@@ -88,7 +88,7 @@ def test_a_stream_opened_before_the_run_starts_receives_every_event(client: Test
         run_id = start_run(client, scenario="single_checkpoint")
         run = client.get(f"/api/runs/{run_id}").json()
         assert (run["status"], run["n_events"], run["started_at"]) == ("queued", 0, None)
-        for export in ("graph.dot", "trace.json", "trace.chrome.json"):
+        for export in ("graph.dot", "trace.json", "trace.chrome.json", "story"):
             response = client.get(f"/api/runs/{run_id}/{export}")
             assert response.status_code == 409, export
             assert "queued" in response.json()["detail"]

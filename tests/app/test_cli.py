@@ -7,6 +7,7 @@ import argparse
 import importlib.util
 import io
 import json
+import re
 import subprocess
 import sys
 import time
@@ -39,6 +40,17 @@ def test_trace_writes_the_json_document(tmp_path: Path, capsys: pytest.CaptureFi
     err = capsys.readouterr().err
     assert "x.grad: tensor(" in err  # the scenario's output goes to stderr
     assert f"wrote {len(doc['events'])} events to {out}" in err
+
+
+def test_trace_story_prints_chapters_and_captioned_steps(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["trace", "nested_checkpoint", "--story", "-q"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("== forward ==\n")
+    assert "== backward g0 ==" in out and "== early stop after 4/4 ==" in out
+    steps = re.findall(r"^\s+(\d+)\. \[#(\d+)", out, re.M)
+    assert 40 < len(steps) < 80 and steps[0] == ("1", "41")
+    assert main(["trace", "nested_checkpoint", "--story", "--format", "chrome", "-q"]) == 2
+    assert "--story prints text" in capsys.readouterr().err
 
 
 def test_trace_to_stdout_by_path(capsys: pytest.CaptureFixture[str]) -> None:

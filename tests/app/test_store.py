@@ -173,7 +173,7 @@ def test_the_event_writer_stores_annotated_batches(store: Store) -> None:
     ] * (len(appended) - 1)
     stored = list(store.items("run1"))
     assert [i["event"] for i in stored] == json.loads(json.dumps(events))
-    derived = [{"changes": i["changes"], "caption": i["caption"]} for i in stored]
+    derived = [{"changes": i["changes"], "caption": i["caption"], "changed": i["changed"]} for i in stored]
     assert derived == json.loads(json.dumps(annotate(events)))
 
 
