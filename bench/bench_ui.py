@@ -85,6 +85,7 @@ def build_run(run_id: str, text: str, filename: str, title: str) -> dict[str, An
     from app.sandbox import Limits
     from engine.trace.export import annotate, to_dot
     from engine.trace.state import initial_state
+    from engine.trace.story import story_document
 
     t0 = time.perf_counter()
     result = run_scenario(text, trusted=True, filename=filename, limits=Limits(max_events=10**7))
@@ -96,10 +97,11 @@ def build_run(run_id: str, text: str, filename: str, title: str) -> dict[str, An
     t2 = time.perf_counter()
     dot = to_dot(events).source
     t3 = time.perf_counter()
+    story = json.dumps(story_document(events))
     batches = []
     for start in range(0, len(events), BATCH):
         chunk = [
-            {"event": e, "changes": d["changes"], "caption": d["caption"]}
+            {"event": e, "changes": d["changes"], "caption": d["caption"], "changed": d["changed"]}
             for e, d in zip(events[start : start + BATCH], derived[start : start + BATCH], strict=True)
         ]
         batches.append((chunk[-1]["event"]["seq"], json.dumps(chunk)))
@@ -120,7 +122,7 @@ def build_run(run_id: str, text: str, filename: str, title: str) -> dict[str, An
         "n_events": len(events),
         "initial_state": initial_state(),
     }
-    return {"meta": meta, "batches": batches, "dot": dot, "nodes": nodes}
+    return {"meta": meta, "batches": batches, "dot": dot, "nodes": nodes, "story": story}
 
 
 # --- a stand-in for the server's API --------------------------------------------------------------
@@ -167,6 +169,8 @@ def make_handler(runs: dict[str, dict[str, Any]]) -> type[BaseHTTPRequestHandler
                     self.send(run["dot"].encode(), "text/vnd.graphviz")
                 elif rest == ["events"]:
                     self.stream(run)
+                elif rest == ["story"]:
+                    self.send(run["story"].encode(), "application/json")
                 else:
                     self.send(b'{"detail": "not found"}', "application/json", 404)
             else:
@@ -276,7 +280,7 @@ def open_viewer(browser: Any, base: str, run_id: str) -> tuple[Any, float]:
     errors: list[str] = []
     page.on("pageerror", lambda e: errors.append(str(e)))
     t0 = time.perf_counter()
-    page.goto(f"{base}/runs/{run_id}?step=0")
+    page.goto(f"{base}/runs/{run_id}?step=0&level=events")
     page.wait_for_function("document.body.dataset.graph === '1'", timeout=600_000)
     loaded = time.perf_counter() - t0
     if errors:

@@ -1,16 +1,27 @@
 // The run page: loads the run, streams its events into the Player, and renders every view from
-// the Player's state at each step. The URL always says which run and step is shown
-// (/runs/{id}?step=N), so reloading or sharing it gives the same view.
+// the Player's state at each step. Once the run has finished it loads the run's story (story.js:
+// story steps, chapters, cause links, predict-mode questions, all derived by the server) and
+// steps through it: the story level is the default, "every event" the other level. The URL
+// always says which run, step, level, breakpoints and mode are shown
+// (/runs/{id}?step=N&level=events&bp=line:12&predict=1), so reloading or sharing it gives the
+// same view. `step` is always the event step, at either level.
 
 import { getJSON, getText, readConfig } from "./api.js";
+import { Breakpoints } from "./breakpoints.js";
+import { setTerms } from "./glossary.js";
 import { Player } from "./player.js";
+import { Story } from "./story.js";
 import { openStream } from "./stream.js";
+import { isOpen as tourOpen, maybeStartTour, mountButton as mountTourButton } from "./tour.js";
 import * as caption from "./views/caption.js";
+import * as chapters from "./views/chapters.js";
 import * as controls from "./views/controls.js";
 import * as frames from "./views/frames.js";
 import * as graph from "./views/graph.js";
+import * as help from "./views/help.js";
 import * as log from "./views/log.js";
 import * as memory from "./views/memory.js";
+import * as predict from "./views/predict.js";
 import * as source from "./views/source.js";
 
 const config = readConfig();
@@ -23,14 +34,76 @@ let finished = false;
 let wanted = null; // the step asked for in the URL, reached once enough events have arrived
 let playing = null; // the play loop's animation frame request, while playing
 let urlTimer = null;
+let story = null; // the run's Story once loaded (after the run has finished)
+const params = new URL(location.href).searchParams;
+let wantedLevel = params.get("level") === "events" ? "events" : "story";
+let level = "events"; // the story level needs the story: it becomes the level once loaded
+const bps = Breakpoints.parse(params.get("bp"));
+let predictOn = params.get("predict") === "1";
+const whyStack = []; // steps to return to after following "why?" links, innermost last
+let pendingAnswer = null; // {question, target} while predict mode asks before a move
+
+// Every keyboard shortcut, listed by "?" (views/help.js).
+const SHORTCUTS = [
+  { keys: "→ / ←", action: "next / previous step (a story step at the story level, an event at the other)" },
+  { keys: "Shift+→ / Shift+←", action: "next / previous event of the kind chosen in the menu" },
+  { keys: "Home / End", action: "first / last step" },
+  { keys: "Space", action: "play or pause" },
+  { keys: "L", action: "switch between the story and every event (keeps the position)" },
+  { keys: "W", action: "why? jump to the event that caused this step" },
+  { keys: "B", action: "back to where you were before the last why?" },
+  { keys: "P / Shift+P", action: "run to the next / previous breakpoint" },
+  { keys: "Q", action: "predict mode on or off" },
+  { keys: "1 … 9, 0", action: "answer the open prediction (0 skips)" },
+  { keys: "C", action: "go to the chapters list" },
+  { keys: "?", action: "this list of shortcuts" },
+  { keys: "Esc", action: "close a dialog or a card" },
+];
 
 // --- rendering ---------------------------------------------------------------------------------
 
 // Rendered in this order, by name (the name keys `lens.profile`).
-const VIEWS = Object.entries({ controls, caption, source, frames, graph, log, memory });
+const VIEWS = Object.entries({ controls, caption, predict, chapters, source, frames, graph, log, memory });
+
+// The story step shown, when the story level is on and the player stands exactly at one.
+function storyStepAt(step) {
+  if (level !== "story" || !story || step === 0 || !story.isAt(step)) return null;
+  return story.steps[story.indexAt(step)];
+}
+
+// The cause links of what is shown: one event's, or a story step's (the cause of its first event
+// from outside the step, and the effects of all its events outside it).
+function linksAt(step, shown) {
+  if (!story || step === 0) return null;
+  if (!shown) return story.linksOf(step - 1);
+  const inside = new Set(shown.seqs);
+  const out = { cause: null, source: null, effects: [] };
+  const seen = new Set();
+  for (const seq of shown.seqs) {
+    const l = story.linksOf(seq);
+    if (!l) continue;
+    if (!out.cause && l.cause && !inside.has(l.cause.seq)) out.cause = l.cause;
+    if (!out.source && l.source) out.source = l.source;
+    for (const x of l.effects || []) {
+      if (!inside.has(x.seq) && !seen.has(x.seq)) {
+        seen.add(x.seq);
+        out.effects.push(x);
+      }
+    }
+  }
+  out.effects.sort((a, b) => a.seq - b.seq);
+  return out;
+}
 
 function context(move) {
   const step = player.step;
+  const shown = storyStepAt(step);
+  // At a story step, "what changed" is everything since the previous story step.
+  const changes = shown
+    ? player.changes.slice(story.startOf(shown.index), step).flat()
+    : step > 0
+      ? player.changes[step - 1]
+      : [];
   return {
     step,
     length: player.length,
@@ -38,7 +111,16 @@ function context(move) {
     event: player.event,
     next: player.nextEvent,
     caption: player.caption,
-    eventChanges: step > 0 ? player.changes[step - 1] : [],
+    changed: step > 0 ? player.changed[step - 1] : [],
+    level,
+    storyStep: shown,
+    storyIndex: story ? story.indexAt(step) : -1,
+    links: linksAt(step, shown),
+    eventAt: (seq) => player.events[seq] || null,
+    whyBack: whyStack.length ? whyStack[whyStack.length - 1] : null,
+    predictOn: predictOn && Boolean(story),
+    atEnd: step >= player.length,
+    eventChanges: changes,
     // The change lists applied or undone by this move; null (with full) to recheck everything.
     touched: move ? move.touched : null,
     full: !move || !move.touched,
@@ -90,27 +172,101 @@ function scheduleUrl() {
     if (wanted !== null) return;
     const url = new URL(location.href);
     url.searchParams.set("step", String(player.step));
+    const put = (key, value) => (value ? url.searchParams.set(key, value) : url.searchParams.delete(key));
+    put("level", (story ? level : wantedLevel) === "events" ? "events" : "");
+    put("bp", bps.toString());
+    put("predict", predictOn ? "1" : "");
     if (url.href !== location.href) history.replaceState(null, "", url);
   }, 120);
 }
 
 // --- actions -----------------------------------------------------------------------------------
 
+const atStory = () => level === "story" && story !== null;
+
+// The step a forward move goes to, at the current level.
+function forwardTarget() {
+  if (!atStory()) return player.step + 1;
+  const next = story.next(player.step);
+  return next === null ? player.length : next;
+}
+
+function forward() {
+  const target = forwardTarget();
+  // Predict mode: a story step with a question is shown only once the question is answered.
+  if (predictOn && atStory() && target > player.step) {
+    const q = story.questionAt.get(story.indexAt(target));
+    if (q && story.isAt(target) && !predict.answered(q)) {
+      pendingAnswer = { question: q, target };
+      predict.ask(q);
+      return null;
+    }
+  }
+  return player.goto(target);
+}
+
+function onAnswer(question) {
+  const target = pendingAnswer && pendingAnswer.question === question ? pendingAnswer.target : null;
+  pendingAnswer = null;
+  if (target !== null && player.goto(target) === null) renderAll(null);
+}
+
+function setLevel(next) {
+  if (next === "story" && !story) return null;
+  level = next;
+  wantedLevel = next;
+  renderAll(null); // the position is kept: only what a step means changes
+  return null;
+}
+
 function act(name, arg) {
   if (!player) return;
   wanted = null; // the user took over from the URL's step
   if (playing && name !== "toggle-play" && name !== "speed") stop(); // any other move pauses
+  if (predict.isAsking() && name !== "predict") return; // answer (or skip) first
   switch (name) {
     case "first":
       return player.first();
     case "back":
-      return player.back();
+      if (!atStory()) return player.back();
+      return player.goto(story.prev(player.step) ?? 0);
     case "forward":
-      return player.forward();
+      return forward();
     case "last":
       return player.last();
     case "goto":
       return player.goto(arg);
+    case "slide": // the slider counts story steps at the story level
+    case "jump":
+      return player.goto(atStory() ? story.positionOf(Number(arg) - 1) : arg);
+    case "level":
+      return setLevel(arg);
+    case "toggle-level":
+      return setLevel(level === "story" ? "events" : "story");
+    case "why": {
+      const links = linksAt(player.step, storyStepAt(player.step));
+      if (!links || !links.cause || links.cause.seq < 0) return null;
+      whyStack.push(player.step);
+      return player.goto(links.cause.seq + 1);
+    }
+    case "goto-cause":
+      whyStack.push(player.step);
+      return player.goto(arg);
+    case "why-back":
+      if (!whyStack.length) return null;
+      return player.goto(whyStack.pop()) || renderAll(null);
+    case "next-bp":
+    case "prev-bp": {
+      const find = name === "next-bp" ? bps.nextFrom : bps.prevFrom;
+      const s = find.call(bps, player.events, player.step, source.sameFileAs);
+      return s === null ? null : player.goto(s);
+    }
+    case "predict":
+      predictOn = Boolean(arg) && Boolean(story);
+      if (!predictOn) predict.reset();
+      if (predictOn && !atStory()) return setLevel("story"); // questions belong to story steps
+      renderAll(null);
+      return null;
     case "next-kind": {
       const s = player.nextOf(arg);
       return s === null ? null : player.goto(s);
@@ -142,8 +298,9 @@ function play() {
     const steps = Math.floor((now - due) / every) + 1;
     if (steps > 0) {
       due += steps * every;
-      const target = Math.min(player.length, player.step + steps);
-      player.goto(target);
+      let target = player.step;
+      for (let i = 0; i < steps; i++) target = atStory() ? (story.next(target) ?? player.length) : target + 1;
+      player.goto(Math.min(player.length, target));
       if (player.step >= player.length && finished) {
         stop();
         return;
@@ -164,14 +321,35 @@ function stop() {
 
 function onKey(e) {
   const t = e.target;
-  if (t && (t.isContentEditable || ["INPUT", "TEXTAREA", "SELECT"].includes(t.tagName)) && t.type !== "range") return;
+  // Text fields and menus keep their keys; a slider or a checkbox keeps only Space (its own toggle).
+  const typing = t && (t.isContentEditable || ["TEXTAREA", "SELECT"].includes(t.tagName));
+  const field = t && t.tagName === "INPUT" && !["range", "checkbox", "radio"].includes(t.type);
+  if (typing || field || (t && t.type === "checkbox" && e.key === " ")) return;
   if (e.altKey || e.ctrlKey || e.metaKey) return;
+  if (help.isOpen() || tourOpen()) return; // the dialogs handle their own keys
+  if (predict.isAsking()) {
+    if (/^[0-9]$/.test(e.key) || e.key === "Escape") {
+      predict.pick(e.key === "0" || e.key === "Escape" ? "skip" : e.key);
+      e.preventDefault();
+    }
+    return;
+  }
+  // Enter or Space on a button or link activates it, as usual.
+  if ((e.key === " " || e.key === "Enter") && t && t.closest && t.closest("button, a, summary, [role=button]")) return;
+  const key = e.key.length === 1 ? e.key.toLowerCase() : e.key;
   let handled = true;
   if (e.key === "ArrowRight") act(e.shiftKey ? "next-kind" : "forward", controls.selectedKind());
   else if (e.key === "ArrowLeft") act(e.shiftKey ? "prev-kind" : "back", controls.selectedKind());
   else if (e.key === "Home") act("first");
   else if (e.key === "End") act("last");
   else if (e.key === " ") act("toggle-play");
+  else if (key === "l") act("toggle-level");
+  else if (key === "w") act("why");
+  else if (key === "b") act("why-back");
+  else if (key === "p") act(e.shiftKey ? "prev-bp" : "next-bp");
+  else if (key === "q") act("predict", !predictOn);
+  else if (key === "c") document.querySelector("#view-chapters a[data-chapter]")?.focus();
+  else if (e.key === "?") help.show(SHORTCUTS);
   else handled = false;
   if (handled) e.preventDefault();
 }
@@ -261,10 +439,39 @@ async function onDone(summary) {
     player.goto(target);
   }
   renderAll(null);
+  await loadStory();
   if (!player.length && !summary.error) graph.note("This run recorded no events, so there is no graph.");
   else if (!player.length) graph.note("The run failed before recording anything: no graph to draw.");
   else await loadGraph();
   document.body.dataset.ready = "1";
+}
+
+// The story level of the finished run (GET /api/runs/{id}/story): the default level from then on,
+// unless the URL asked for every event. A run with no events has an empty story.
+async function loadStory() {
+  try {
+    story = new Story(await getJSON(`/api/runs/${encodeURIComponent(runId)}/story`));
+  } catch (err) {
+    notice(`The story of this run could not be loaded (${err.message}); every event is shown.`);
+    return;
+  }
+  chapters.load(story);
+  predict.load(story.questions);
+  level = wantedLevel;
+  if (!story.length) level = "events";
+  controls.renderBreakpoints();
+  renderAll(null);
+  document.body.dataset.story = "1";
+  maybeStartTour(run);
+}
+
+// The checkpoint frames the run created, for "next recomputation of …" breakpoints.
+function framesOfRun() {
+  const steps = player.kindIndex.get("frame_new") || [];
+  return steps.map((s) => {
+    const e = player.events[s - 1];
+    return { frame: e.frame, name: `${e.label}#${e.frame}` };
+  });
 }
 
 async function loadGraph() {
@@ -296,14 +503,27 @@ async function start() {
   showStatus(run.status, run.status);
 
   player = new Player(run.initial_state || {});
-  controls.mount($("#view-controls"), { player, act });
-  caption.mount($("#view-caption"));
-  source.mount($("#view-source"));
+  setTerms(config.glossary || []);
+  help.mount();
+  mountTourButton($(".run-head"));
+  const model = { level: () => level, story: () => story, bps, frames: framesOfRun, predictOn: () => predictOn };
+  controls.mount($("#view-controls"), { player, act, model });
+  caption.mount($("#view-caption"), { act });
+  predict.mount($("#view-predict"), { onAnswer });
+  chapters.mount($("#view-chapters"), { onPick: (s) => act("goto", s) });
+  source.mount($("#view-source"), { onToggleLine: (line) => bps.toggle("line", line) });
+  bps.onChange(() => {
+    source.setBreakpoints(bps.lines);
+  controls.renderBreakpoints();
+    controls.renderBreakpoints();
+    scheduleUrl();
+  });
   frames.mount($("#view-frames"));
   graph.mount($("#view-graph"));
   log.mount($("#view-log"), { player, onPick: (s) => act("goto", s) });
   memory.mount($("#view-memory"), { player, onPick: (s) => act("goto", s) });
   source.load({ source: run.source, filename: run.filename, error: run.error });
+  source.setBreakpoints(bps.lines);
   if (run.error) showError(run.error);
   player.onMove((move) => renderAll(move));
 
@@ -329,6 +549,12 @@ window.lens = {
   },
   get run() {
     return run;
+  },
+  get story() {
+    return story;
+  },
+  get level() {
+    return level;
   },
   graphClasses: (id) => graph.classesFor(id),
   act,

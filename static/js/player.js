@@ -19,6 +19,7 @@ export class Player {
     this.events = [];
     this.changes = [];
     this.captions = [];
+    this.changed = []; // per event: what its changes did, in a few lines (engine/trace/changed.py)
     this.kindIndex = new Map(); // kind -> ascending list of the steps at which that kind happens
     this.store = new Store(initialState);
     this.step = 0;
@@ -61,6 +62,7 @@ export class Player {
       this.events.push(item.event);
       this.changes.push(item.changes);
       this.captions.push(item.caption);
+      this.changed.push(item.changed || []);
       const step = this.events.length; // the step at which this event is the current one
       let steps = this.kindIndex.get(item.event.kind);
       if (!steps) this.kindIndex.set(item.event.kind, (steps = []));
@@ -151,7 +153,7 @@ export class Player {
 }
 
 // The first index whose value is > x, in an ascending array.
-function upperBound(a, x) {
+export function upperBound(a, x) {
   let lo = 0;
   let hi = a.length;
   while (lo < hi) {

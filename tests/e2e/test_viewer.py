@@ -47,9 +47,10 @@ def wait_finished(base: str, run_id: str, timeout: float = 120.0) -> dict[str, A
     raise AssertionError(f"run {run_id} did not finish within {timeout} s")
 
 
-def open_run(page: Page, base: str, run_id: str, step: int | None = None) -> None:
-    """Open the viewer and wait until every event is in and the graph is laid out."""
-    page.goto(f"{base}/runs/{run_id}" + (f"?step={step}" if step is not None else ""))
+def open_run(page: Page, base: str, run_id: str, step: int | None = None, level: str = "events") -> None:
+    """Open the viewer and wait until every event is in and the graph is laid out. These tests
+    step event by event (``level=events``); tests/e2e/test_story.py covers the story level."""
+    page.goto(f"{base}/runs/{run_id}?level={level}" + (f"&step={step}" if step is not None else ""))
     page.wait_for_function("document.body.dataset.ready === '1'")
     page.wait_for_function("document.body.dataset.graph !== undefined")
 

@@ -1,7 +1,14 @@
-// The step controls, Python Tutor's row plus what a trace needs: First / Back / "Step i of n" /
-// Forward / Last, a slider, play/pause with a speed, "previous/next event of kind …", and a box to
-// jump to a step. Keyboard: ← → step, Shift+← → previous/next of the chosen kind, Home/End,
-// Space plays or pauses. The view only reads the player; moving goes through `act`.
+// The step controls, Python Tutor's row plus what a trace needs: the level of detail (the story,
+// or every event), First / Back / "Step i of n" / Forward / Last, a slider, play/pause with a
+// speed, "previous/next event of kind …", a box to jump to a step, breakpoints ("run to next"),
+// and predict mode. The view only reads the player and the page's model; moving goes through `act`.
+//
+// At the story level the counter, the slider and the jump box count story steps
+// (engine/trace/story.py); at the "every event" level they count events. The URL always holds the
+// event step (?step=N), so a permalink means the same at both levels.
+
+import { BREAK_KINDS } from "../breakpoints.js";
+import { esc } from "../format.js";
 
 const KINDS = [
   ["recompute_start", "recompute"],
@@ -25,41 +32,73 @@ const SPEEDS = [1, 2, 4, 8, 16, 30, 60, 120];
 let root = null;
 let player = null;
 let act = null;
+let model = null; // {level(), story(), bps, frames(), predictOn()}
 let el = {};
 
 export function mount(rootEl, options) {
   root = rootEl;
   player = options.player;
   act = options.act;
+  model = options.model;
   root.classList.add("controls-view");
+  root.setAttribute("role", "toolbar");
+  root.setAttribute("aria-label", "Step controls");
   root.innerHTML = `
     <div class="ctl-row">
+      <div class="ctl-group ctl-level" role="radiogroup" aria-label="Level of detail">
+        <button type="button" role="radio" class="ctl-level-story" data-level="story" title="Only the steps that change the checkpoint story (L switches)">Story</button>
+        <button type="button" role="radio" class="ctl-level-events" data-level="events" title="Every event the engine recorded (L switches)">Every event</button>
+      </div>
       <div class="ctl-group nav">
-        <button type="button" class="ctl-first" title="First (Home)">⇤ First</button>
+        <button type="button" class="ctl-first" title="First (Home)" aria-label="First step">⇤</button>
         <button type="button" class="ctl-back" title="Back (←)">◀ Back</button>
         <span class="ctl-step" aria-live="polite">Step 0 of 0</span>
         <button type="button" class="ctl-forward" title="Forward (→)">Forward ▶</button>
-        <button type="button" class="ctl-last" title="Last (End)">Last ⇥</button>
+        <button type="button" class="ctl-last" title="Last (End)" aria-label="Last step">⇥</button>
       </div>
       <div class="ctl-group play">
         <button type="button" class="ctl-play" title="Play / pause (Space)">▶ Play</button>
-        <label>speed <select class="ctl-speed">${SPEEDS.map((s) => `<option value="${s}"${s === 4 ? " selected" : ""}>${s}/s</option>`).join("")}</select></label>
+        <select class="ctl-speed" aria-label="Speed">${SPEEDS.map((s) => `<option value="${s}"${s === 4 ? " selected" : ""}>${s}/s</option>`).join("")}</select>
       </div>
       <div class="ctl-group kinds">
-        <button type="button" class="ctl-prev-kind" title="Previous event of this kind (Shift+←)">◀</button>
-        <select class="ctl-kind" title="Kind of event to jump to"></select>
-        <button type="button" class="ctl-next-kind" title="Next event of this kind (Shift+→)">▶</button>
+        <button type="button" class="ctl-prev-kind" title="Previous event of this kind (Shift+←)" aria-label="Previous event of this kind">◀</button>
+        <select class="ctl-kind" title="Kind of event to jump to" aria-label="Kind of event to jump to"></select>
+        <button type="button" class="ctl-next-kind" title="Next event of this kind (Shift+→)" aria-label="Next event of this kind">▶</button>
       </div>
+      <div class="ctl-group bps">
+        <button type="button" class="ctl-prev-bp" title="Run back to the previous breakpoint (Shift+P)" aria-label="Run back to the previous breakpoint">◀◀</button>
+        <details class="ctl-bp-menu">
+          <summary title="Breakpoints: source lines (click a line number), event kinds, frames">breakpoints <span class="ctl-bp-count"></span></summary>
+          <div class="bp-panel" role="group" aria-label="Breakpoints">
+            <p class="bp-help">Stop at every event of a kind, at a recomputation of a frame, or at a source line (click its number in the source).</p>
+            <fieldset class="bp-kinds"><legend>event kinds</legend>
+              ${BREAK_KINDS.map(([k, label]) => `<label><input type="checkbox" data-bp-kind="${k}"> ${label}</label>`).join("")}
+            </fieldset>
+            <fieldset class="bp-frames"><legend>next recomputation of</legend><div class="bp-frame-list"></div></fieldset>
+            <div class="bp-lines"></div>
+            <button type="button" class="bp-clear">clear all</button>
+          </div>
+        </details>
+        <button type="button" class="ctl-next-bp" title="Run to the next breakpoint (P)" aria-label="Run to the next breakpoint">▶▶</button>
+      </div>
+      <label class="ctl-group ctl-predict" title="Answer a question before each decision is shown (story level)"><input type="checkbox" class="ctl-predict-box"> predict</label>
       <form class="ctl-group jump">
-        <label>step <input class="ctl-jump" type="number" min="0" step="1" inputmode="numeric"></label>
+        <label><span class="ctl-jump-label">step</span> <input class="ctl-jump" type="number" min="0" step="1" inputmode="numeric"></label>
         <button type="submit">Go</button>
       </form>
     </div>
     <input class="ctl-slider" type="range" min="0" max="0" value="0" aria-label="Step">`;
-  for (const name of ["first", "back", "step", "forward", "last", "play", "speed", "prev-kind", "kind", "next-kind", "jump", "slider"]) {
+  for (const name of [
+    "first", "back", "step", "forward", "last", "play", "speed", "prev-kind", "kind", "next-kind", "jump", "slider",
+    "prev-bp", "next-bp", "bp-count", "jump-label", "predict-box",
+  ]) {
     el[name] = root.querySelector(`.ctl-${name}`);
   }
+  el.levels = [...root.querySelectorAll(".ctl-level button")];
+  el.bpFrames = root.querySelector(".bp-frame-list");
+  el.bpLines = root.querySelector(".bp-lines");
   el.kind.innerHTML = KINDS.map(([k, label]) => `<option value="${k}">${label}</option>`).join("");
+  for (const b of el.levels) b.addEventListener("click", () => act("level", b.dataset.level));
   el.first.addEventListener("click", () => act("first"));
   el.back.addEventListener("click", () => act("back"));
   el.forward.addEventListener("click", () => act("forward"));
@@ -76,10 +115,36 @@ export function mount(rootEl, options) {
     el.kind.blur();
     update();
   });
-  el.slider.addEventListener("input", () => act("goto", Number(el.slider.value)));
+  el["prev-bp"].addEventListener("click", () => act("prev-bp"));
+  el["next-bp"].addEventListener("click", () => act("next-bp"));
+  root.querySelector(".bp-panel").addEventListener("change", (e) => {
+    const t = e.target;
+    if (t.dataset.bpKind) model.bps.toggle("kind", t.dataset.bpKind);
+    else if (t.dataset.bpFrame) model.bps.toggle("frame", Number(t.dataset.bpFrame));
+  });
+  root.querySelector(".bp-panel").addEventListener("click", (e) => {
+    const t = e.target.closest("button");
+    if (!t) return;
+    if (t.classList.contains("bp-clear")) model.bps.clear();
+    else if (t.dataset.bpLine) model.bps.toggle("line", Number(t.dataset.bpLine));
+  });
+  // The breakpoints menu closes with Escape or a click elsewhere, like any menu.
+  const menu = root.querySelector(".ctl-bp-menu");
+  menu.addEventListener("keydown", (e) => {
+    if (e.key === "Escape" && menu.open) {
+      menu.open = false;
+      menu.querySelector("summary").focus();
+      e.stopPropagation();
+    }
+  });
+  document.addEventListener("click", (e) => {
+    if (menu.open && !menu.contains(e.target)) menu.open = false;
+  });
+  el["predict-box"].addEventListener("change", () => act("predict", el["predict-box"].checked));
+  el.slider.addEventListener("input", () => act("slide", Number(el.slider.value)));
   root.querySelector("form.jump").addEventListener("submit", (e) => {
     e.preventDefault();
-    if (el.jump.value !== "") act("goto", Number(el.jump.value));
+    if (el.jump.value !== "") act("jump", Number(el.jump.value));
   });
 }
 
@@ -107,18 +172,67 @@ export function grow() {
   update();
 }
 
+// The breakpoint menu: kinds checked, one checkbox per frame, the source lines set.
+export function renderBreakpoints() {
+  const bps = model.bps;
+  for (const box of root.querySelectorAll("[data-bp-kind]")) box.checked = bps.has("kind", box.dataset.bpKind);
+  const frames = model.frames();
+  el.bpFrames.innerHTML = frames.length
+    ? frames
+        .map(
+          (f) =>
+            `<label><input type="checkbox" data-bp-frame="${f.frame}"${bps.has("frame", f.frame) ? " checked" : ""}> ${esc(f.name)}</label>`,
+        )
+        .join("")
+    : `<span class="bp-none">no checkpoint frames in this run</span>`;
+  const lines = [...bps.lines].sort((a, b) => a - b);
+  el.bpLines.innerHTML = lines.length
+    ? `source lines: ${lines.map((l) => `<button type="button" class="bp-line" data-bp-line="${l}" title="remove">line ${l} ×</button>`).join(" ")}`
+    : "";
+  el["bp-count"].textContent = bps.size ? `(${bps.size})` : "";
+  update();
+}
+
 function update() {
   const n = player.length;
   const s = player.step;
-  el.step.textContent = `Step ${s.toLocaleString()} of ${n.toLocaleString()}`;
-  el.slider.max = String(n);
-  if (Number(el.slider.value) !== s) el.slider.value = String(s);
-  el.jump.max = String(n);
+  const story = model.story();
+  const atStory = model.level() === "story" && story;
+  for (const b of el.levels) {
+    const on = b.dataset.level === model.level();
+    b.setAttribute("aria-checked", String(on));
+    b.classList.toggle("on", on);
+    b.disabled = b.dataset.level === "story" && !story;
+    if (b.disabled) b.title = "The story level is ready when the run has finished";
+  }
+  if (atStory) {
+    const i = story.indexAt(s);
+    const exact = story.isAt(s);
+    const k = story.length;
+    const where = exact ? "" : ` · between steps (event ${s.toLocaleString()})`;
+    el.step.textContent = `Story step ${(i + 1).toLocaleString()} of ${k.toLocaleString()}${where}`;
+    el.slider.max = String(k);
+    el.slider.setAttribute("aria-label", "Story step");
+    if (Number(el.slider.value) !== i + 1) el.slider.value = String(i + 1);
+    el.jump.max = String(k);
+    el["jump-label"].textContent = "story step";
+    el.forward.disabled = el.last.disabled = story.next(s) === null && s >= n;
+  } else {
+    el.step.textContent = `Step ${s.toLocaleString()} of ${n.toLocaleString()}`;
+    el.slider.max = String(n);
+    el.slider.setAttribute("aria-label", "Step");
+    if (Number(el.slider.value) !== s) el.slider.value = String(s);
+    el.jump.max = String(n);
+    el["jump-label"].textContent = "step";
+    el.forward.disabled = el.last.disabled = s >= n;
+  }
   el.first.disabled = el.back.disabled = s === 0;
-  el.forward.disabled = el.last.disabled = s >= n;
   const kind = el.kind.value;
   el["prev-kind"].disabled = player.prevOf(kind) === null;
   el["next-kind"].disabled = player.nextOf(kind) === null;
+  el["prev-bp"].disabled = el["next-bp"].disabled = model.bps.size === 0;
+  el["predict-box"].checked = model.predictOn();
+  el["predict-box"].disabled = !story;
 }
 
 export function render() {

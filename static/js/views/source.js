@@ -1,6 +1,7 @@
 // The scenario's code, with the line that just ran and the line that runs next, like Python
 // Tutor's two arrows: green for the line of the current event, red for the line of the next one.
-// A run that failed also gets its error line marked.
+// A run that failed also gets its error line marked. Clicking a line number sets a breakpoint on
+// that line (breakpoints.js); lines with one carry a red dot.
 
 import { esc } from "../format.js";
 
@@ -66,8 +67,12 @@ function highlight(lines) {
   });
 }
 
-export function mount(el) {
+let onToggleLine = () => {};
+let bpShown = new Set(); // lines drawn with a breakpoint dot
+
+export function mount(el, options = {}) {
   root = el;
+  if (options.onToggleLine) onToggleLine = options.onToggleLine;
   root.classList.add("source-view");
   root.innerHTML = `
     <div class="view-head">
@@ -79,6 +84,38 @@ export function mount(el) {
     <div class="source-where"></div>`;
   body = root.querySelector(".source-body");
   whereEl = root.querySelector(".source-where");
+  // The gutter: a click (or Enter on a focused line number) toggles that line's breakpoint.
+  body.addEventListener("click", (e) => {
+    const no = e.target.closest(".lineno");
+    if (no) onToggleLine(Number(no.parentElement.dataset.line));
+  });
+  body.addEventListener("keydown", (e) => {
+    const no = e.target.closest(".lineno");
+    if (no && (e.key === "Enter" || e.key === " ")) {
+      e.preventDefault();
+      e.stopPropagation();
+      onToggleLine(Number(no.parentElement.dataset.line));
+    }
+  });
+}
+
+// Draws a dot on each line of `lines` (a Set of 1-based line numbers), and removes the others.
+export function setBreakpoints(lines) {
+  for (const line of bpShown) if (!lines.has(line)) mark(line, "bp", false);
+  for (const line of lines) mark(line, "bp", true);
+  for (const line of lines) {
+    const no = lineEls[line - 1]?.querySelector(".lineno");
+    if (no) no.setAttribute("aria-pressed", "true");
+  }
+  for (const line of bpShown) {
+    const no = !lines.has(line) && lineEls[line - 1]?.querySelector(".lineno");
+    if (no) no.setAttribute("aria-pressed", "false");
+  }
+  bpShown = new Set(lines);
+}
+
+export function sameFileAs(file) {
+  return sameFile(file);
 }
 
 // `source`: the scenario text; `error`: the run's error ({type, message, file, line}) or null.
@@ -91,11 +128,12 @@ export function load({ source, filename: name, error }) {
     .map(
       (code, i) =>
         `<div class="src-line" data-line="${i + 1}"><span class="marks"></span>` +
-        `<span class="lineno">${i + 1}</span><code>${code || " "}</code></div>`,
+        `<span class="lineno" role="button" tabindex="0" aria-pressed="false" aria-label="breakpoint on line ${i + 1}" title="Set or clear a breakpoint on this line">${i + 1}</span><code>${code || " "}</code></div>`,
     )
     .join("");
   lineEls = [...body.children];
   shown = { cur: 0, next: 0 };
+  bpShown = new Set();
   setError(error);
 }
 
