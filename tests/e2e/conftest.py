@@ -11,12 +11,14 @@ Screenshots go to ``test-output/screenshots/`` (ignored by git), to look at.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import socket
 import subprocess
 import sys
 import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -176,3 +178,34 @@ def screenshot(page: Any, name: str) -> Path:
     path = SCREENSHOTS / f"{name}.png"
     page.screenshot(path=str(path))
     return path
+
+
+# --- runs of the app under test ------------------------------------------------------------------
+
+
+def api(base: str, path: str, body: dict[str, Any] | None = None) -> Any:
+    data = json.dumps(body).encode() if body is not None else None
+    headers = {"Content-Type": "application/json"} if body is not None else {}
+    request = urllib.request.Request(base + path, data=data, headers=headers)
+    with urllib.request.urlopen(request, timeout=60) as response:
+        return json.loads(response.read())
+
+
+def wait_finished(base: str, run_id: str, timeout: float = 120.0) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        run: dict[str, Any] = api(base, f"/api/runs/{run_id}")
+        if run["status"] in ("done", "error"):
+            return run
+        time.sleep(0.2)
+    raise AssertionError(f"run {run_id} did not finish within {timeout} s")
+
+
+@pytest.fixture(scope="session")
+def nested(live_server: str) -> dict[str, Any]:
+    """One run of the bundled nested-checkpoint scenario, with its trace."""
+    created = api(live_server, "/api/runs", {"scenario": "nested_checkpoint"})
+    run = wait_finished(live_server, created["id"])
+    assert run["status"] == "done", run["error"]
+    trace = api(live_server, f"/api/runs/{created['id']}/trace.json")
+    return {"id": created["id"], "url": created["url"], "events": trace["events"]}

@@ -10,8 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import ROOT
-from tests.e2e.test_viewer import api
+from tests.e2e.conftest import ROOT, api
 
 pytestmark = [pytest.mark.e2e, pytest.mark.oracle]
 

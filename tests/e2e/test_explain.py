@@ -11,7 +11,6 @@ import pytest
 from engine.trace.glossary import glossary
 from tests.e2e.conftest import screenshot
 from tests.e2e.test_story import open_story
-from tests.e2e.test_viewer import nested  # noqa: F401 - a fixture
 
 pytestmark = pytest.mark.e2e
 
@@ -27,7 +26,7 @@ def unpack_step(page: Page, base: str, run_id: str) -> None:
 
 def test_a_term_card_appears_on_focus_and_on_hover(
     page: Page, live_server: str, nested: dict[str, Any]
-) -> None:  # noqa: F811
+) -> None:
     unpack_step(page, live_server, nested["id"])
     term = page.locator("#view-caption .term[data-term='is_recomputed']").first
     expected = next(t for t in glossary() if t["id"] == "is_recomputed")
@@ -50,7 +49,7 @@ def test_a_term_card_appears_on_focus_and_on_hover(
 
 def test_cards_stay_inside_the_viewport_at_1024x768(
     page: Page, live_server: str, nested: dict[str, Any]
-) -> None:  # noqa: F811
+) -> None:
     page.set_viewport_size({"width": 1024, "height": 768})
     unpack_step(page, live_server, nested["id"])
     for term in page.locator("#view-caption .term").all():
@@ -63,7 +62,7 @@ def test_cards_stay_inside_the_viewport_at_1024x768(
 
 def test_decorating_never_turns_text_into_markup(
     page: Page, live_server: str, nested: dict[str, Any]
-) -> None:  # noqa: F811
+) -> None:
     open_story(page, live_server, nested["id"])
     made = page.evaluate(
         """async () => {
@@ -86,7 +85,7 @@ def test_decorating_never_turns_text_into_markup(
 
 def test_the_shortcuts_dialog_opens_and_gives_focus_back(
     page: Page, live_server: str, nested: dict[str, Any]
-) -> None:  # noqa: F811
+) -> None:
     open_story(page, live_server, nested["id"])
     page.locator(".ctl-forward").focus()
     page.keyboard.press("?")
@@ -102,7 +101,7 @@ def test_the_shortcuts_dialog_opens_and_gives_focus_back(
     assert page.evaluate("document.activeElement.classList.contains('ctl-forward')")
 
 
-def test_the_tour_goes_through_its_stops(page: Page, live_server: str, nested: dict[str, Any]) -> None:  # noqa: F811
+def test_the_tour_goes_through_its_stops(page: Page, live_server: str, nested: dict[str, Any]) -> None:
     open_story(page, live_server, nested["id"], "?tour=1")
     tour = page.locator(".tour-box")
     tour.wait_for(state="visible")
@@ -127,7 +126,7 @@ def test_the_tour_goes_through_its_stops(page: Page, live_server: str, nested: d
     assert not tour.is_visible()
 
 
-def test_every_control_has_an_accessible_name(page: Page, live_server: str, nested: dict[str, Any]) -> None:  # noqa: F811
+def test_every_control_has_an_accessible_name(page: Page, live_server: str, nested: dict[str, Any]) -> None:
     open_story(page, live_server, nested["id"])
     page.click(".ctl-bp-menu summary")
     unnamed = page.evaluate(

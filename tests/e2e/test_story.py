@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import screenshot
-from tests.e2e.test_viewer import api, current_step, nested  # noqa: F401 - nested is a fixture
+from tests.e2e.conftest import api, screenshot
+from tests.e2e.test_viewer import current_step
 
 pytestmark = pytest.mark.e2e
 
@@ -24,7 +24,7 @@ Page = Any
 
 
 @pytest.fixture(scope="session")
-def story(live_server: str, nested: dict[str, Any]) -> dict[str, Any]:  # noqa: F811
+def story(live_server: str, nested: dict[str, Any]) -> dict[str, Any]:
     return dict(api(live_server, f"/api/runs/{nested['id']}/story"))
 
 
@@ -40,7 +40,7 @@ def step_text(page: Page) -> str:
 def test_story_is_the_default_level_and_reaches_the_end_of_the_backward_in_under_80_steps(
     page: Page,
     live_server: str,
-    nested: dict[str, Any],  # noqa: F811
+    nested: dict[str, Any],
     story: dict[str, Any],
 ) -> None:
     open_story(page, live_server, nested["id"])
@@ -65,7 +65,7 @@ def test_story_is_the_default_level_and_reaches_the_end_of_the_backward_in_under
 def test_switching_levels_keeps_the_position(
     page: Page,
     live_server: str,
-    nested: dict[str, Any],  # noqa: F811
+    nested: dict[str, Any],
     story: dict[str, Any],
 ) -> None:
     open_story(page, live_server, nested["id"])
@@ -98,7 +98,7 @@ def test_switching_levels_keeps_the_position(
 def test_chapters_jump_and_follow_the_position(
     page: Page,
     live_server: str,
-    nested: dict[str, Any],  # noqa: F811
+    nested: dict[str, Any],
     story: dict[str, Any],
 ) -> None:
     open_story(page, live_server, nested["id"])
@@ -123,7 +123,7 @@ def test_chapters_jump_and_follow_the_position(
 def test_why_from_a_holder_gc_reaches_the_unpack_that_started_it(
     page: Page,
     live_server: str,
-    nested: dict[str, Any],  # noqa: F811
+    nested: dict[str, Any],
     story: dict[str, Any],
 ) -> None:
     events = nested["events"]
@@ -162,7 +162,7 @@ def test_why_from_a_holder_gc_reaches_the_unpack_that_started_it(
 def test_breakpoints_forward_backward_and_from_a_permalink(
     page: Page,
     live_server: str,
-    nested: dict[str, Any],  # noqa: F811
+    nested: dict[str, Any],
 ) -> None:
     events = nested["events"]
     stops = [e["seq"] + 1 for e in events if e["kind"] == "early_stop"]
@@ -198,7 +198,7 @@ def test_breakpoints_forward_backward_and_from_a_permalink(
 def test_predict_mode_scores_a_scripted_set_of_answers(
     page: Page,
     live_server: str,
-    nested: dict[str, Any],  # noqa: F811
+    nested: dict[str, Any],
     story: dict[str, Any],
 ) -> None:
     questions = {q["step"]: q for q in story["questions"]}
@@ -251,7 +251,7 @@ def test_predict_mode_scores_a_scripted_set_of_answers(
 def test_the_whole_story_at_1024x768(
     page: Page,
     live_server: str,
-    nested: dict[str, Any],  # noqa: F811
+    nested: dict[str, Any],
     story: dict[str, Any],
 ) -> None:
     page.set_viewport_size({"width": 1024, "height": 768})

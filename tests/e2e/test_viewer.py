@@ -8,10 +8,7 @@ Expected values are not written down here: they come from the run's own trace
 
 from __future__ import annotations
 
-import json
 import re
-import time
-import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +16,7 @@ import pytest
 
 from engine.trace.export_dot import dot_classes
 from engine.trace.state import state_at
-from tests.e2e.conftest import screenshot
+from tests.e2e.conftest import api, screenshot
 
 pytestmark = pytest.mark.e2e
 
@@ -27,24 +24,6 @@ Page = Any  # playwright.sync_api.Page: the package is optional, so it is not im
 
 
 # --- helpers -------------------------------------------------------------------------------------
-
-
-def api(base: str, path: str, body: dict[str, Any] | None = None) -> Any:
-    data = json.dumps(body).encode() if body is not None else None
-    headers = {"Content-Type": "application/json"} if body is not None else {}
-    request = urllib.request.Request(base + path, data=data, headers=headers)
-    with urllib.request.urlopen(request, timeout=60) as response:
-        return json.loads(response.read())
-
-
-def wait_finished(base: str, run_id: str, timeout: float = 120.0) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        run: dict[str, Any] = api(base, f"/api/runs/{run_id}")
-        if run["status"] in ("done", "error"):
-            return run
-        time.sleep(0.2)
-    raise AssertionError(f"run {run_id} did not finish within {timeout} s")
 
 
 def open_run(page: Page, base: str, run_id: str, step: int | None = None, level: str = "events") -> None:
@@ -90,16 +69,6 @@ def graph_classes(page: Page, ids: list[str]) -> dict[str, set[str]]:
         "(ids) => Object.fromEntries(ids.map((id) => [id, window.lens.graphClasses(id)]))", ids
     )
     return {k: set((v or "").split()) for k, v in raw.items()}
-
-
-@pytest.fixture(scope="session")
-def nested(live_server: str) -> dict[str, Any]:
-    """One run of the bundled nested-checkpoint scenario, with its trace."""
-    created = api(live_server, "/api/runs", {"scenario": "nested_checkpoint"})
-    run = wait_finished(live_server, created["id"])
-    assert run["status"] == "done", run["error"]
-    trace = api(live_server, f"/api/runs/{created['id']}/trace.json")
-    return {"id": created["id"], "url": created["url"], "events": trace["events"]}
 
 
 def first_step_of(events: list[dict[str, Any]], kind: str) -> int:
