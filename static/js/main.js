@@ -114,6 +114,7 @@ function context(move) {
     changed: step > 0 ? player.changed[step - 1] : [],
     level,
     storyStep: shown,
+    stepStart: shown ? story.startOf(shown.index) : Math.max(0, step - 1),
     storyIndex: story ? story.indexAt(step) : -1,
     links: linksAt(step, shown),
     eventAt: (seq) => player.events[seq] || null,

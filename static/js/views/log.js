@@ -58,7 +58,7 @@ function draw() {
   const n = player.length;
   const start = Math.max(0, Math.floor(viewTop / ROW) - 5);
   const end = Math.min(n, Math.ceil((viewTop + viewHeight) / ROW) + 5);
-  if (start === drawn.start && end === drawn.end && n === drawn.length) {
+  if (start === drawn.start && end === drawn.end && n === drawn.length && span === drawn.span) {
     // Same rows: move the selection only.
     if (current !== drawn.current) {
       const old = rowsEl.querySelector(".log-row.current");
@@ -72,7 +72,8 @@ function draw() {
   const html = [];
   for (let i = start; i < end; i++) {
     const e = player.events[i];
-    const sel = i === current ? " current" : "";
+    // A story step's own events in bold, the other events it spans shaded: what this step did.
+    const sel = (i === current ? " current" : "") + (i > spanFrom && i < current ? " in-step" : "") + (storySeqs.has(i) ? " story" : "");
     html.push(
       `<div class="log-row phase-${esc(e.phase || "none")}${sel}" data-step="${i + 1}" style="top:${i * ROW}px">` +
         `<span class="log-step">${i + 1}</span><span class="log-kind kind-${esc(e.kind)}">${esc(e.kind)}</span>` +
@@ -80,11 +81,18 @@ function draw() {
     );
   }
   rowsEl.innerHTML = html.join("");
-  drawn = { start, end, current, length: n };
+  drawn = { start, end, current, length: n, span };
 }
+
+let spanFrom = -1; // the step the current step started from (events after it belong to it)
+let storySeqs = new Set();
+let span = "";
 
 export function render(state, ctx) {
   current = ctx.step - 1;
+  spanFrom = ctx.stepStart - 1;
+  storySeqs = new Set(ctx.storyStep ? ctx.storyStep.seqs : []);
+  span = `${spanFrom}:${ctx.storyStep ? ctx.storyStep.index : ""}`;
   if (current >= 0) {
     // Keep the selected row in view, a few rows from the edges.
     const top = current * ROW;

@@ -7,9 +7,10 @@ import { perFrame } from "../frame.js";
 import { bytes } from "../format.js";
 
 const SERIES = [
-  { key: "live", label: "live", color: "#2563eb" },
-  { key: "saved", label: "saved", color: "#ea580c" },
-  { key: "recomputed", label: "recomputed", color: "#9333ea" },
+  // Okabe–Ito colours: told apart with any common colour vision deficiency.
+  { key: "live", label: "live", color: "#0072b2" },
+  { key: "saved", label: "saved", color: "#d55e00" },
+  { key: "recomputed", label: "recomputed", color: "#cc79a7" },
 ];
 
 let root = null;
@@ -141,15 +142,34 @@ function placeCursor(step) {
 
 let shownReadout = "";
 
+// How each figure moved in this step (one event's, or a story step's events): from the first
+// memory change's old value to the last one's new value.
+function deltas(changes) {
+  let from = null;
+  let to = null;
+  for (const [, path, old, now] of changes || []) {
+    if (path.length !== 1 || path[0] !== "mem") continue;
+    if (from === null) from = old;
+    to = now;
+  }
+  const out = {};
+  if (from && to) for (const s of SERIES) out[s.key] = (to[s.key] || 0) - (from[s.key] || 0);
+  return out;
+}
+
 export function render(state, ctx) {
   placeCursor(ctx.step);
   const mem = state.mem || {};
   const peak = state.peak || {};
-  const html = SERIES.map(
-    (s) =>
-      `<span class="mem-item"><i style="background:${s.color}"></i>${s.label} <b>${bytes(mem[s.key] || 0)}</b>` +
-      `<span class="dim"> peak ${bytes(peak[s.key] || 0)}</span></span>`,
-  ).join("");
+  const moved = deltas(ctx.eventChanges);
+  const html = SERIES.map((s) => {
+    const d = moved[s.key] || 0;
+    const delta = d ? ` <span class="mem-delta">${d > 0 ? "+" : "−"}${bytes(Math.abs(d))}</span>` : "";
+    return (
+      `<span class="mem-item${d ? " changed" : ""}"><i style="background:${s.color}"></i>${s.label} <b>${bytes(mem[s.key] || 0)}</b>` +
+      `${delta}<span class="dim"> peak ${bytes(peak[s.key] || 0)}</span></span>`
+    );
+  }).join("");
   // Most steps leave the numbers as they were: rebuild the readout only when its text changes.
   if (html !== shownReadout) readout.innerHTML = shownReadout = html;
 }
