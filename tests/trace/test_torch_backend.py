@@ -15,7 +15,9 @@ import pytest
 
 from app.runner import SCENARIOS_DIR, ScenarioInfo, list_scenarios, run_scenario
 from engine.trace import torch_backend
+from engine.trace.causes import cause_index, check_causes
 from engine.trace.diff import compare_grads, diff_traces
+from engine.trace.story import story_document
 from engine.trace.validate import check_document
 from tests.trace._check import validate
 from tests.trace._probe_view import checkpoint_events
@@ -44,6 +46,19 @@ def test_engine_and_torch_traces_agree(info: ScenarioInfo, torch_oracle: ModuleT
     problems = compare_grads(ours.extra["grads"], theirs.extra["grads"])
     assert ours.extra["grads"] or not ours.ok, "the scenario ends with no gradient to compare"
     assert not problems, problems
+    # The story layer reads a torch trace as it reads the engine's: its cause links follow Note
+    # [Cause links], and the steps, chapters and predict-mode questions tell the same story.
+    check_causes(theirs.trace["events"], cause_index(theirs.trace["events"]))
+    mine, torch_story = story_document(ours.trace["events"]), story_document(theirs.trace["events"])
+    assert [(s["kind"], s["frame"], len(s["seqs"])) for s in torch_story["steps"]] == [
+        (s["kind"], s["frame"], len(s["seqs"])) for s in mine["steps"]
+    ]
+    assert [c["title"] for c in torch_story["chapters"]] == [c["title"] for c in mine["chapters"]]
+    # Holders that die together may die in another order on torch (the diff allows it), so the
+    # answer of "which holder is freed next?" may differ; every other answer is the same.
+    assert [(q["kind"], q["answer"] if q["kind"] != "next_gc" else "") for q in torch_story["questions"]] == [
+        (q["kind"], q["answer"] if q["kind"] != "next_gc" else "") for q in mine["questions"]
+    ]
 
 
 def _packs(trace: dict[str, Any]) -> list[tuple[Any, ...]]:
