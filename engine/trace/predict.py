@@ -25,6 +25,7 @@ randomness: the same trace asks the same questions).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any, TypedDict, cast
 
 from engine.trace.causes import Links, holder_name, node_label
@@ -49,24 +50,55 @@ class Question(TypedDict):
     explain: str  # the step's caption
 
 
+@dataclass
+class _Draft:
+    """A question seen at its step, waiting for what the rest of the trace says: an unpack's
+    outcome and an early stop come later than the step they are asked at."""
+
+    question: dict[str, Any]
+    event: Event
+    total: int = 0  # for ``early_stop``: the holders of the frame being recomputed
+    start: int = -1  # for ``early_stop``: the recomputation's ``recompute_start``
+
+
+@dataclass
 class QuestionBuilder:
+    """Finds the questions during the story's pass over the trace (``visit`` with the state
+    before the first event of each story step), then answers them once the whole trace is known
+    (``finish``)."""
+
+    drafts: list[_Draft] = field(default_factory=list)
+    asked_for: set[int] = field(default_factory=set)  # recompute_starts with an early-stop question
+
+    def visit(self, state: State, e: Event, index: int, links: dict[int, Links]) -> None:
+        draft = _draft(state, e, index, links, self.asked_for)
+        if draft is not None:
+            self.drafts.append(draft)
+
+    def finish(
+        self, events: Sequence[Event], steps: Sequence[Any], links: dict[int, Links]
+    ) -> list[Question]:
+        kinds = {e["seq"]: e["kind"] for e in events}
+        outcomes = _recomputation_outcomes(events, links)
+        out: list[Question] = []
+        for d in self.drafts:
+            q = _resolve(d, links, kinds, outcomes)
+            if q is not None:
+                q.update(id=len(out), explain=steps[q["step"]]["caption"])
+                out.append(cast(Question, q))
+        return out
+
     @staticmethod
     def build(events: Sequence[Event], steps: Sequence[Any], links: dict[int, Links]) -> list[Question]:
-        """The questions of a trace, given its story steps and cause links."""
-        first_of = {s["first"]: s for s in steps}
-        kinds = {e["seq"]: e["kind"] for e in events}
-        recomputation_outcome = _recomputation_outcomes(events, links)
-        asked_for: set[int] = set()  # recompute_start seqs whose early-stop question is asked
-        out: list[Question] = []
+        """The questions of a trace, given its story steps and cause links (its own pass)."""
+        builder = QuestionBuilder()
+        first_of = {s["first"]: s["index"] for s in steps}
         state = initial_state()
         for e in events:
-            s = first_of.get(e["seq"])
-            if s is not None:
-                q = _question(state, e, s, links, kinds, recomputation_outcome, asked_for)
-                if q is not None:
-                    out.append(cast(Question, {**q, "id": len(out)}))
+            if (index := first_of.get(e["seq"])) is not None:
+                builder.visit(state, e, index, links)
             step(state, e)
-        return out
+        return builder.finish(events, steps, links)
 
 
 def _effects(links: dict[int, Links], seq: int) -> list[int]:
@@ -99,28 +131,18 @@ def _unpack_answer(links: dict[int, Links], kinds: dict[int, str], seq: int) -> 
     return None
 
 
-def _question(
-    state: State,
-    e: Event,
-    s: Any,
-    links: dict[int, Links],
-    kinds: dict[int, str],
-    outcomes: dict[int, Event | None],
-    asked_for: set[int],
-) -> dict[str, Any] | None:
+def _draft(state: State, e: Event, index: int, links: dict[int, Links], asked_for: set[int]) -> _Draft | None:
+    """The question asked before the story step that ``e`` starts, from the state before it."""
     kind, gid = e["kind"], gid_label(gid_key(e))
-    base = {"id": 0, "step": s["index"], "seq": e["seq"], "explain": s["caption"]}
+    base = {"id": 0, "step": index, "seq": e["seq"], "explain": ""}
     if kind == "unpack":
-        answer = _unpack_answer(links, kinds, e["seq"])
-        if answer is None:
-            return None
         holder = holder_name(state, e.get("frame"), e.get("index"))
         what = (
             f" (`{e.get('slot')}` of `{node_label(state, e.get('node'))}`)"
             if e.get("node") is not None
             else ""
         )
-        return {
+        question = {
             **base,
             "kind": "unpack_outcome",
             "prompt": f"The backward {gid} needs the tensor behind holder {holder}{what}. What happens now?",
@@ -129,8 +151,9 @@ def _question(
                 {"id": "cache", "label": f"A cache hit: the tensor is already in `recomputed[{gid}]`"},
                 {"id": "error", "label": "A CheckpointError"},
             ],
-            "answer": answer,
+            "answer": None,  # what the unpack caused: known at the end
         }
+        return _Draft(question, e)
     if kind == "recompute_start":
         frames = [
             f
@@ -144,13 +167,14 @@ def _question(
         # The nearest frames by id first: siblings and parents are the plausible confusions.
         others.sort(key=lambda f: (abs(f["frame"] - int(e.get("frame") or 0)), f["frame"]))
         chosen = sorted([answer_id, *(str(f["frame"]) for f in others[: MAX_OPTIONS - 1])], key=int)
-        return {
+        question = {
             **base,
             "kind": "which_frame",
             "prompt": f"A recomputation starts for {gid}. Which checkpoint frame is recomputed?",
             "options": [{"id": c, "label": f"`{state['frames'][c]['name']}`"} for c in chosen],
             "answer": answer_id,
         }
+        return _Draft(question, e)
     if kind == "rpack":
         start = links.get(e["seq"], {}).get("cause", {}).get("seq", -1)
         if start < 0 or start in asked_for:
@@ -158,27 +182,18 @@ def _question(
         asked_for.add(start)
         info = state["frames"].get(str(e.get("frame")))
         total = len(info["holders"]) if info else 0
-        stop = outcomes.get(start)
-        answer = f"after:{stop.get('count')}" if stop is not None else "no"
-        counts = sorted({total, 1, total + 1} | ({int(stop.get("count") or 0)} if stop else set()))
-        options = [
-            {"id": f"after:{k}", "label": f"Yes, after {k} of the {total} re-saves"} for k in counts if k >= 1
-        ]
-        options = options[: MAX_OPTIONS - 1]
-        if answer != "no" and not any(o["id"] == answer for o in options):
-            options[-1] = {"id": answer, "label": f"Yes, after {answer.split(':')[1]} re-saves"}
-        options.append({"id": "no", "label": "No: the function runs to its end"})
         name = info["name"] if info else f"frame {e.get('frame')}"
-        return {
+        question = {
             **base,
             "kind": "early_stop",
             "prompt": (
                 f"The recomputation of `{name}` re-saves what its forward saved ({total} holders). "
                 "Will early stop fire, and after how many re-saves?"
             ),
-            "options": options,
-            "answer": answer,
+            "options": [],  # they include the answer's count: made at the end
+            "answer": None,
         }
+        return _Draft(question, e, total=total, start=start)
     if kind == "holder_gc":
         alive = [
             (frame["frame"], h["index"], frame["name"])
@@ -194,11 +209,35 @@ def _question(
         rivals.sort(key=lambda a: (a[0] != e.get("frame"), abs(a[1] - int(e.get("index") or 0)), a[0], a[1]))
         picked = [(e.get("frame"), e.get("index")), *((f, i) for f, i, _ in rivals[: MAX_OPTIONS - 1])]
         picked.sort(key=lambda a: (int(a[0] or 0), int(a[1] or 0)))
-        return {
+        question = {
             **base,
             "kind": "next_gc",
             "prompt": "A holder is about to be garbage-collected. Which one?",
             "options": [{"id": f"{f}:{i}", "label": holder_name(state, f, i)} for f, i in picked],
             "answer": answer_id,
         }
+        return _Draft(question, e)
     return None
+
+
+def _resolve(
+    d: _Draft, links: dict[int, Links], kinds: dict[int, str], outcomes: dict[int, Event | None]
+) -> dict[str, Any] | None:
+    """The question with its answer (and, for early stop, its options); None if the trace does not
+    say (an unpack whose outcome is not in the trace, a run cut short)."""
+    q = dict(d.question)
+    if q["kind"] == "unpack_outcome":
+        q["answer"] = _unpack_answer(links, kinds, d.event["seq"])
+        return q if q["answer"] is not None else None
+    if q["kind"] == "early_stop":
+        total, stop = d.total, outcomes.get(d.start)
+        answer = f"after:{stop.get('count')}" if stop is not None else "no"
+        counts = sorted({total, 1, total + 1} | ({int(stop.get("count") or 0)} if stop else set()))
+        options = [
+            {"id": f"after:{k}", "label": f"Yes, after {k} of the {total} re-saves"} for k in counts if k >= 1
+        ][: MAX_OPTIONS - 1]
+        if answer != "no" and not any(o["id"] == answer for o in options):
+            options[-1] = {"id": answer, "label": f"Yes, after {answer.split(':')[1]} re-saves"}
+        options.append({"id": "no", "label": "No: the function runs to its end"})
+        q.update(options=options, answer=answer)
+    return q

@@ -491,17 +491,26 @@ def story_document(events: Sequence[Event], with_questions: bool = True) -> Stor
     from engine.trace.predict import QuestionBuilder
 
     state = initial_state()
-    story, chapter_b, causes = StoryBuilder(), ChapterBuilder(), CauseBuilder()
+    story, chapter_b, causes, questions_b = (
+        StoryBuilder(),
+        ChapterBuilder(),
+        CauseBuilder(),
+        QuestionBuilder(),
+    )
     for event in events:
         story.visit(state, event)
         chapter_b.visit(state, event)
         causes.visit(state, event)
+        pending = story.pending
+        if with_questions and pending is not None and pending.events[0] is event:
+            # ``event`` starts a story step, whose index is the number of steps closed so far.
+            questions_b.visit(state, event, len(story.steps), causes.links)
         story.after(event, step(state, event))
     story.flush(state)
     chapter_list = chapter_b.finish()
     steps = story.steps
     _assign_chapters(steps, chapter_list)
-    questions = QuestionBuilder.build(events, steps, causes.links) if with_questions else []
+    questions = questions_b.finish(events, steps, causes.links) if with_questions else []
     return {
         "steps": steps,
         "chapters": chapter_list,

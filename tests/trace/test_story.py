@@ -16,6 +16,7 @@ from engine.trace.captions import captions
 from engine.trace.causes import CauseIndexError, cause_index, check_causes
 from engine.trace.changed import MAX_LINES, describe_changes
 from engine.trace.glossary import glossary
+from engine.trace.predict import QuestionBuilder
 from engine.trace.state import KINDS, initial_state, step
 from engine.trace.story import (
     GROUPABLE_KINDS,
@@ -213,6 +214,12 @@ def test_questions_are_answered_by_what_the_trace_did(name: str) -> None:
                          and x["frame"] == e["frame"]), None)  # fmt: skip
             assert stop is not None
             assert q["answer"] == (f"after:{stop['count']}" if stop["kind"] == "early_stop" else "no")
+
+
+def test_questions_found_in_the_story_pass_equal_those_of_a_pass_of_their_own() -> None:
+    events, doc = events_of("nested_checkpoint"), doc_of("nested_checkpoint")
+    links = {int(k): v for k, v in doc["links"].items()}
+    assert QuestionBuilder.build(events, doc["steps"], links) == doc["questions"]
 
 
 def test_nested_checkpoint_asks_each_kind_of_question() -> None:
