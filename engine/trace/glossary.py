@@ -82,7 +82,7 @@ TERMS: list[Term] = [
         "itself can be freed. In backward, unpacking the holder gets the tensor back by recomputation. "
         "big#0[2] is holder 2 of frame big#0.",
         f"{CHECKPOINT_PY}: _Holder",
-        [r"^_Holder$", r"^[A-Za-z_][\w.]*#\d+\[\d+\]$"],
+        [r"^_Holder$", r"^weak_holders$", r"^[A-Za-z_][\w.]*#\d+\[\d+\]$"],
         [r"\bholders?\b"],
     ),
     _t(

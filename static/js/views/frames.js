@@ -9,6 +9,7 @@
 // when their HTML differs; and with many frames only the "hot" ones (running, recomputing, named by
 // the current event) are open, and a closed card's body is not rendered at all.
 
+import { decorate } from "../glossary.js";
 import { bytes, changedPaths, esc, frameName, gidLabel, nodeName, pyBool, shape, tensorName } from "../format.js";
 
 const MANY = 12; // above this many frames, only hot frames are open
@@ -137,7 +138,7 @@ function holderRowHTML(state, f, h, changed) {
 
 const HOLDERS_HEAD =
   `<colgroup><col class="c-idx"><col class="c-life"><col class="c-what"><col class="c-handles"></colgroup>` +
-  `<thead><tr><th title="frame.weak_holders">weak_holders</th><th></th><th>saved for</th><th>handles</th></tr></thead>`;
+  `<thead><tr><th title="frame.weak_holders"><code class="th">weak_holders</code></th><th></th><th>saved for</th><th><code class="th">handles</code></th></tr></thead>`;
 
 // One <tr> per holder, each replaced only when its HTML changed.
 function renderHolders(card, state, f, frame, changed) {
@@ -150,6 +151,7 @@ function renderHolders(card, state, f, frame, changed) {
   }
   if (!card.rows) {
     card.holders.innerHTML = `<table class="holders">${HOLDERS_HEAD}<tbody></tbody></table>`;
+    decorate(card.holders.querySelector("thead"));
     card.cache.holders = null;
     card.rows = { body: card.holders.querySelector("tbody"), html: [] };
   }
@@ -201,8 +203,10 @@ function gidTable(state, f, frame, changed) {
     );
   });
   return (
-    `<table class="gids"><thead><tr><th>gid</th><th>recomputed[gid]</th><th title="recomp_counter[gid] / len(weak_holders)">` +
-    `recomp_<wbr>counter</th><th>is_<wbr>recomputed</th><th>early stop</th></tr></thead><tbody>${rows.join("")}</tbody></table>`
+    // Headers are code spans, so each explains itself (glossary.js).
+    `<table class="gids"><thead><tr><th><code class="th">gid</code></th><th><code class="th">recomputed[gid]</code></th>` +
+    `<th title="recomp_counter[gid] / len(weak_holders)"><code class="th">recomp_<wbr>counter</code></th>` +
+    `<th><code class="th">is_<wbr>recomputed</code></th><th>early stop</th></tr></thead><tbody>${rows.join("")}</tbody></table>`
   );
 }
 
@@ -238,6 +242,7 @@ function setHTML(card, key, el, html) {
   if (card.cache[key] === html) return;
   card.cache[key] = html;
   el.innerHTML = html;
+  decorate(el); // terms (recomputed[g0], is_recomputed, ...) explain themselves; only on a rebuild
 }
 
 function makeCard(state, f) {
