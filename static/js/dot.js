@@ -221,7 +221,7 @@ export function collapseDot(graph, collapsed) {
         if (!swallowedBy && a && collapsed.has(cid)) {
           rewrite(s.body, cid);
           const count = [...target.values()].filter((t) => t === cid).length;
-          const label = `▸ ${a.label || cid}\n(${count} hidden; click to expand)`;
+          const label = `▸ ${a.label || cid} · ${count} nodes\n— click to expand —`;
           out.push({
             type: "node",
             id: cid,
@@ -231,7 +231,7 @@ export function collapseDot(graph, collapsed) {
               ["label", quote(label)],
               ["shape", quote("box")],
               ["style", quote("rounded,filled,bold")],
-              ["fillcolor", quote(cid.startsWith("r") ? "#ffedd5" : "#dbeafe")],
+              ["fillcolor", quote(cid.startsWith("r") ? "#fbe9dc" : "#dcecf6")],
               ["color", quote(a.color || "blue")],
               ["fontsize", quote("10")],
             ],

@@ -558,6 +558,7 @@ window.lens = {
     return level;
   },
   graphClasses: (id) => graph.classesFor(id),
+  graphView: () => graph.view(),
   act,
   profile: null,
 };

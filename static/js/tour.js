@@ -33,7 +33,7 @@ const STOPS = [
     target: "#view-source",
     title: "The code",
     text:
-      "The scenario, with the line that just ran (green) and the line that runs next (red). Click a line number " +
+      "The scenario, with the line that just ran (green arrow) and the line that runs next (orange arrow). Click a line number " +
       "to set a breakpoint; P runs to it.",
   },
   {
@@ -41,7 +41,8 @@ const STOPS = [
     title: "The autograd graph",
     text:
       "Every node the forward recorded, which the backward runs from the output back to the inputs. Orange boxes " +
-      "are saved tensors; dashed amber boxes are holders: what checkpoint keeps instead of the tensor.",
+      "are saved tensors; dashed amber boxes are holders: what checkpoint keeps instead of the tensor. " +
+      "\"Legend\" (bottom left) says what every colour means; click a checkpoint's title to fold it into one box.",
   },
   {
     target: "#view-frames",

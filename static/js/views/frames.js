@@ -138,7 +138,7 @@ function holderRowHTML(state, f, h, changed) {
 
 const HOLDERS_HEAD =
   `<colgroup><col class="c-idx"><col class="c-life"><col class="c-what"><col class="c-handles"></colgroup>` +
-  `<thead><tr><th title="frame.weak_holders"><code class="th">weak_holders</code></th><th></th><th>saved for</th><th><code class="th">handles</code></th></tr></thead>`;
+  `<thead><tr><th colspan="2" title="frame.weak_holders"><code class="th">weak_<wbr>holders</code></th><th>saved for</th><th><code class="th">handles</code></th></tr></thead>`;
 
 // One <tr> per holder, each replaced only when its HTML changed.
 function renderHolders(card, state, f, frame, changed) {
@@ -198,13 +198,13 @@ function gidTable(state, f, frame, changed) {
       cell("recomputed", g, recText) +
       cell("recomp_counter", g, cnt === undefined ? "–" : `${esc(cnt)}<span class="dim">/${total}</span>`) +
       cell("is_recomputed", g, isr === undefined ? "–" : pyBool(isr)) +
-      cell("early_stopped", g, es ? `<span class="early">stopped at ${esc(es.count)}/${esc(es.total)}</span>` : "–") +
+      cell("early_stopped", g, es ? `<span class="early" title="early stop fired after ${esc(es.count)} of ${esc(es.total)} holders were refilled">after ${esc(es.count)}/${esc(es.total)}</span>` : "–") +
       `</tr>`
     );
   });
   return (
     // Headers are code spans, so each explains itself (glossary.js).
-    `<table class="gids"><thead><tr><th><code class="th">gid</code></th><th><code class="th">recomputed[gid]</code></th>` +
+    `<table class="gids"><thead><tr><th><code class="th">gid</code></th><th><code class="th">recomputed<wbr>[gid]</code></th>` +
     `<th title="recomp_counter[gid] / len(weak_holders)"><code class="th">recomp_<wbr>counter</code></th>` +
     `<th><code class="th">is_<wbr>recomputed</code></th><th>early stop</th></tr></thead><tbody>${rows.join("")}</tbody></table>`
   );

@@ -7,7 +7,14 @@
 // The classes follow `dot_classes(state)` of export_dot.py: they read the reducer's state only,
 // plus the ids the current event names, which are highlighted ("focus"). A step recomputes the
 // classes of the elements its changes touched, not of the whole graph, which keeps a step cheap
-// on a 2,000-node graph. Clicking a cluster's title collapses it into one node (a new layout).
+// on a 2,000-node graph. Clicking a cluster's title (or Enter on it) collapses it into one node (a
+// new layout).
+//
+// Note [The whole graph in view]: the graph opens fitted to its panel, and stays fitted (on a
+// resize, after a collapse) until the learner zooms. The layout is computed once per collapse
+// state and elements only change class between steps, so nothing moves as the run goes on: what
+// does not exist yet is hidden, not left out of the layout. Zoomed in, a minimap in the corner
+// shows the whole graph and where the view is; click or drag in it to move there.
 
 import { instance } from "../../vendor/viz-js/viz.js";
 import { clustersOf, collapseDot, parseDot } from "../dot.js";
@@ -23,6 +30,7 @@ let clusterInfo = new Map(); // cluster id -> {label, nodes}
 let svg = null;
 let natural = { w: 0, h: 0 }; // the SVG's size at zoom 1, in px
 let zoom = 1;
+let fitted = true; // the zoom follows the panel's size until the learner zooms
 let follow = true;
 let ghosts = false;
 const BIG_GRAPH = 1500; // statements in the DOT above which recomputations start collapsed
@@ -35,6 +43,7 @@ let clustersOfFrame = new Map(); // frame key -> ids of r{frame}_* clusters and 
 let transient = new Set(); // ids styled by "in progress" state or the focus at the last render
 let hovered = null; // the element under the mouse, described in the info box
 let last = { state: null, ctx: null };
+let minimap = null; // {root, canvas, view, boxes: [{id, x, y, w, h, cluster}] as fractions of the graph}
 
 // --- setup -------------------------------------------------------------------------------------
 
@@ -54,15 +63,29 @@ export function mount(el) {
         <button type="button" data-act="expand" title="Expand every cluster">Expand all</button>
       </div>
     </div>
-    <div class="graph-legend">
-      <span class="lg lg-created">created</span><span class="lg lg-running">executing</span>
-      <span class="lg lg-executed">executed</span><span class="lg lg-released">saved released</span>
-      <span class="lg lg-freed">freed</span><span class="lg lg-leaf">leaf</span>
-      <span class="lg lg-saved">saved tensor</span><span class="lg lg-holder">holder</span>
-      <span class="lg lg-frame">checkpoint frame</span><span class="lg lg-recompute">recomputation</span>
-      <span class="lg lg-focus">this event</span>
+    <details class="graph-legend">
+      <summary title="What each colour and line style means (the same colours as everywhere in the viewer)">Legend</summary>
+      <dl>
+        <dt><span class="lg lg-created"></span>created</dt><dd>a backward node the forward made; backward has not run it yet</dd>
+        <dt><span class="lg lg-running"></span>executing</dt><dd>backward is running this node right now</dd>
+        <dt><span class="lg lg-executed"></span>executed</dt><dd>backward has run it and passed gradients on</dd>
+        <dt><span class="lg lg-released"></span>saved released</dt><dd>it ran, and what it saved was freed (no <code>retain_graph</code>)</dd>
+        <dt><span class="lg lg-freed"></span>freed</dt><dd>the node itself is gone: nothing refers to it any more</dd>
+        <dt><span class="lg lg-leaf"></span>leaf</dt><dd>a tensor you made with <code>requires_grad=True</code>: its gradient lands in <code>.grad</code></dd>
+        <dt><span class="lg lg-saved"></span>saved tensor</dt><dd>a tensor a node keeps for its backward, as it is</dd>
+        <dt><span class="lg lg-holder"></span>holder</dt><dd>what a checkpoint saves instead of a tensor: an empty box, filled by recomputing</dd>
+        <dt><span class="lg lg-frame"></span>checkpoint frame</dt><dd>the nodes made by one <code>checkpoint(fn, ...)</code> call</dd>
+        <dt><span class="lg lg-recompute"></span>recomputation</dt><dd>the nodes made by re-running that function during backward</dd>
+        <dt><span class="lg lg-focus"></span>this step</dt><dd>what the current step is about (thick black outline)</dd>
+        <dt><span class="lg-line lg-arrow"></span>arrow</dt><dd>input → the node that used it; backward walks the arrows in reverse</dd>
+        <dt><span class="lg-line lg-dashed"></span>dashed line</dt><dd>a node and the holder it saved</dd>
+        <dt><span class="lg-line lg-dotted"></span>dotted line</dt><dd>a tensor you named and the node that made it (its <code>grad_fn</code>)</dd>
+      </dl>
+    </details>
+    <div class="graph-canvas" tabindex="-1"><p class="graph-note">The graph is drawn when the run has finished.</p></div>
+    <div class="graph-minimap" hidden title="The whole graph: the frame is what the panel shows. Click or drag to move.">
+      <canvas aria-hidden="true"></canvas><div class="mm-view"></div>
     </div>
-    <div class="graph-canvas"><p class="graph-note">The graph is drawn when the run has finished.</p></div>
     <div class="graph-info" hidden></div>`;
   canvas = root.querySelector(".graph-canvas");
   info = root.querySelector(".graph-info");
@@ -72,7 +95,13 @@ export function mount(el) {
   canvas.addEventListener("mousemove", onHover);
   canvas.addEventListener("mouseleave", hideInfo);
   canvas.addEventListener("wheel", onWheel, { passive: false });
+  canvas.addEventListener("keydown", onCanvasKey);
+  canvas.addEventListener("scroll", () => requestAnimationFrame(drawView), { passive: true });
   enableDragPan();
+  mountMinimap(root.querySelector(".graph-minimap"));
+  new ResizeObserver(() => {
+    if (svg && fitted) zoomTo(fitZoom());
+  }).observe(canvas);
   // Start loading Graphviz now: it takes a moment, and the DOT arrives when the run is done.
   vizPromise = instance();
 }
@@ -91,8 +120,8 @@ export async function load(dotText) {
   collapsed = new Set(
     nodes > BIG_GRAPH ? [...clusterInfo.values()].filter((c) => c.id.startsWith("r") && c.parent === null).map((c) => c.id) : [],
   );
+  fitted = true;
   await layout();
-  zoomTo(initialZoom());
 }
 
 // Graphviz sizes each box from its estimate of the text's width. For a family it does not know
@@ -111,7 +140,8 @@ function useBrowserFonts(graph) {
   walk(graph.body, true);
 }
 
-async function layout() {
+// `refocus`: the id of the cluster to give the keyboard focus back to (it was toggled from it).
+async function layout(refocus = null) {
   const viz = await vizPromise;
   const el = viz.renderSVGElement(collapseDot(parsed, collapsed));
   hideInfo();
@@ -125,8 +155,14 @@ async function layout() {
   svg.removeAttribute("width");
   svg.removeAttribute("height");
   index();
-  setZoom(zoom);
+  setZoom(fitted ? fitZoom() : zoom);
+  measure();
   if (last.state) render(last.state, { ...last.ctx, full: true, single: false });
+  drawMinimap();
+  if (refocus) {
+    const g = svg.querySelector(`[id="${CSS.escape(refocus)}"]`);
+    if (g) g.focus({ preventScroll: false });
+  }
 }
 
 // Read every element the DOT gave an id, once per layout.
@@ -176,9 +212,27 @@ function index() {
     }
     if (item.kind === "frame" || item.kind === "rcluster") {
       item.clusterNode = base.split(" ")[0] === "node"; // a collapsed cluster, drawn as a node
+      makeToggle(item, titleText);
     }
     els.set(id, item);
   }
+}
+
+// A cluster (or the box it collapsed into) is a button: Tab reaches it, Enter or Space toggles it.
+function makeToggle(item, titleText) {
+  const c = clusterInfo.get(item.id);
+  const label = (c && c.label) || titleText;
+  const nodes = c ? ` (${c.nodes} nodes)` : "";
+  item.el.setAttribute("tabindex", "0");
+  item.el.setAttribute("role", "button");
+  item.el.setAttribute("aria-expanded", String(!collapsed.has(item.id)));
+  item.el.setAttribute("aria-label", collapsed.has(item.id) ? `${label}${nodes}, collapsed: expand` : `${label}: collapse into one box${nodes}`);
+}
+
+function toggle(id) {
+  if (collapsed.has(id)) collapsed.delete(id);
+  else collapsed.add(id);
+  layout(id);
 }
 
 function addFrameCluster(frame, id) {
@@ -347,6 +401,14 @@ export function render(state, ctx) {
   last = { state, ctx };
   if (!svg) return;
   const hot = hotOf(state, ctx.event);
+  // A story step of several events ("4 holders packed") is about all of them.
+  if (ctx.storyStep && ctx.eventAt) {
+    for (const seq of ctx.storyStep.seqs) {
+      const e = ctx.eventAt(seq);
+      if (e && e !== ctx.event) for (const id of hotOf(state, e).focus) hot.focus.add(id);
+    }
+    for (const id of hot.focus) hot.ids.add(id);
+  }
   let targets = null; // null: every element
   if (!ctx.full && ctx.touched) {
     targets = new Set();
@@ -376,6 +438,7 @@ export function render(state, ctx) {
     for (const e of edges) restyle(e, state, hot);
   }
   transient = hot.ids;
+  if (minimap && !minimap.root.hidden) drawMinimap();
   if (hovered) describeHovered(); // stepping with the mouse on an element keeps its box current
   if (follow && (!ctx.playing || ctx.single) && ctx.defer) {
     const smooth = ctx.single && !ctx.playing;
@@ -416,22 +479,24 @@ function reveal(hot, smooth) {
 
 // --- zoom, pan, collapse, hover ----------------------------------------------------------------
 
-function initialZoom() {
-  const fit = fitZoom();
-  // Fit when that keeps the text readable; otherwise a readable size, following the events.
-  return fit >= 0.6 ? Math.min(1, fit) : 0.8;
-}
-
+// The zoom at which the whole graph fits the panel (never above 1: a small graph is not blown up).
 function fitZoom() {
   if (!natural.w) return 1;
-  return Math.min((canvas.clientWidth - 8) / natural.w, (canvas.clientHeight - 8) / natural.h);
+  return Math.min(1, (canvas.clientWidth - 8) / natural.w, (canvas.clientHeight - 8) / natural.h);
 }
 
 function setZoom(z) {
-  zoom = Math.max(0.05, Math.min(3, z));
+  zoom = Math.max(0.02, Math.min(3, z));
   if (!svg) return;
   svg.style.width = `${natural.w * zoom}px`;
   svg.style.height = `${natural.h * zoom}px`;
+  // The minimap is for when part of the graph is out of view.
+  const cut = natural.w * zoom > canvas.clientWidth + 2 || natural.h * zoom > canvas.clientHeight + 2;
+  if (minimap && minimap.root.hidden === cut) {
+    minimap.root.hidden = !cut;
+    if (cut) drawMinimap();
+  }
+  drawView();
 }
 
 function zoomTo(z) {
@@ -445,9 +510,11 @@ function zoomTo(z) {
 function onTool(e) {
   const act = e.target.dataset && e.target.dataset.act;
   if (!act) return;
-  if (e.type === "click" && act === "fit") zoomTo(fitZoom());
-  else if (e.type === "click" && act === "in") zoomTo(zoom * 1.25);
-  else if (e.type === "click" && act === "out") zoomTo(zoom / 1.25);
+  if (e.type === "click" && act === "fit") {
+    fitted = true;
+    zoomTo(fitZoom());
+  } else if (e.type === "click" && act === "in") zoomBy(1.25);
+  else if (e.type === "click" && act === "out") zoomBy(1 / 1.25);
   else if (e.type === "change" && act === "follow") follow = e.target.checked;
   else if (e.type === "change" && act === "ghosts") {
     ghosts = e.target.checked;
@@ -462,10 +529,24 @@ function onTool(e) {
   }
 }
 
+function zoomBy(factor) {
+  fitted = false;
+  zoomTo(zoom * factor);
+}
+
 function onWheel(e) {
   if (!e.ctrlKey) return;
   e.preventDefault();
-  zoomTo(zoom * (e.deltaY < 0 ? 1.1 : 1 / 1.1));
+  zoomBy(e.deltaY < 0 ? 1.1 : 1 / 1.1);
+}
+
+function onCanvasKey(e) {
+  if (e.key !== "Enter" && e.key !== " ") return;
+  const item = e.target.closest && els.get(e.target.closest("g.cluster, g.node")?.id);
+  if (!item || (item.kind !== "frame" && item.kind !== "rcluster") || !parsed) return;
+  e.preventDefault();
+  e.stopPropagation(); // Space and Enter also mean "step" to the page
+  toggle(item.id);
 }
 
 function enableDragPan() {
@@ -499,9 +580,100 @@ function onCanvasClick(e) {
   if (!item || (item.kind !== "frame" && item.kind !== "rcluster")) return;
   // A cluster's title (or a collapsed cluster's node) toggles it.
   if (!item.clusterNode && e.target.tagName.toLowerCase() !== "text") return;
-  if (collapsed.has(g.id)) collapsed.delete(g.id);
-  else collapsed.add(g.id);
-  layout();
+  toggle(g.id);
+}
+
+// --- minimap ------------------------------------------------------------------------------------
+
+function mountMinimap(el) {
+  minimap = { root: el, canvas: el.querySelector("canvas"), view: el.querySelector(".mm-view"), boxes: [] };
+  let dragging = false;
+  const moveTo = (e) => {
+    const r = minimap.canvas.getBoundingClientRect();
+    const fx = (e.clientX - r.left) / r.width;
+    const fy = (e.clientY - r.top) / r.height;
+    canvas.scrollLeft = fx * natural.w * zoom - canvas.clientWidth / 2;
+    canvas.scrollTop = fy * natural.h * zoom - canvas.clientHeight / 2;
+  };
+  el.addEventListener("mousedown", (e) => {
+    dragging = true;
+    moveTo(e);
+    e.preventDefault();
+  });
+  window.addEventListener("mousemove", (e) => dragging && moveTo(e));
+  window.addEventListener("mouseup", () => (dragging = false));
+}
+
+// Where every node and cluster is, as fractions of the graph's size: measured once per layout
+// (hidden elements shown for the moment), drawn at each step from what is present.
+function measure() {
+  if (!minimap) return;
+  root.classList.add("measuring");
+  const whole = svg.getBoundingClientRect();
+  minimap.boxes = [];
+  for (const item of els.values()) {
+    if (item.kind === "edge" || item.kind === "other") continue;
+    const r = item.el.getBoundingClientRect();
+    if (!r.width || !whole.width) continue;
+    minimap.boxes.push({
+      item,
+      x: (r.left - whole.left) / whole.width,
+      y: (r.top - whole.top) / whole.height,
+      w: r.width / whole.width,
+      h: r.height / whole.height,
+      cluster: !item.clusterNode && (item.kind === "frame" || item.kind === "rcluster"),
+    });
+  }
+  root.classList.remove("measuring");
+}
+
+function drawMinimap() {
+  if (!minimap || minimap.root.hidden || !natural.w) return;
+  const maxW = 160;
+  const maxH = 110;
+  const scale = Math.min(maxW / natural.w, maxH / natural.h);
+  const w = Math.max(20, Math.round(natural.w * scale));
+  const h = Math.max(20, Math.round(natural.h * scale));
+  const c = minimap.canvas;
+  const ratio = window.devicePixelRatio || 1;
+  if (c.width !== w * ratio || c.height !== h * ratio) {
+    c.width = w * ratio;
+    c.height = h * ratio;
+    c.style.width = `${w}px`;
+    c.style.height = `${h}px`;
+  }
+  const g = c.getContext("2d");
+  g.setTransform(ratio, 0, 0, ratio, 0, 0);
+  g.clearRect(0, 0, w, h);
+  for (const b of minimap.boxes) {
+    const present = b.item.present;
+    if (b.cluster) {
+      g.strokeStyle = b.item.kind === "frame" ? "#0072b2" : "#d55e00";
+      g.globalAlpha = present ? 1 : 0.25;
+      g.strokeRect(b.x * w + 0.5, b.y * h + 0.5, b.w * w, b.h * h);
+    } else {
+      g.fillStyle = b.item.cls && b.item.cls.includes(" focus") ? "#000" : "#64748b";
+      g.globalAlpha = present ? 0.9 : 0.15;
+      g.fillRect(b.x * w, b.y * h, Math.max(1.5, b.w * w), Math.max(1.5, b.h * h));
+    }
+  }
+  g.globalAlpha = 1;
+  drawView();
+}
+
+// The frame of what the panel shows.
+function drawView() {
+  if (!minimap || minimap.root.hidden || !natural.w) return;
+  const c = minimap.canvas;
+  const w = parseFloat(c.style.width) || 0;
+  const h = parseFloat(c.style.height) || 0;
+  const gw = natural.w * zoom;
+  const gh = natural.h * zoom;
+  const v = minimap.view.style;
+  v.left = `${c.offsetLeft + (canvas.scrollLeft / gw) * w}px`;
+  v.top = `${c.offsetTop + (canvas.scrollTop / gh) * h}px`;
+  v.width = `${Math.min(1, canvas.clientWidth / gw) * w}px`;
+  v.height = `${Math.min(1, canvas.clientHeight / gh) * h}px`;
 }
 
 function hideInfo() {
@@ -583,4 +755,9 @@ export function classesFor(id) {
 
 export function isLoaded() {
   return Boolean(svg);
+}
+
+// For tests: the zoom, whether it follows the panel's size, and whether the minimap shows.
+export function view() {
+  return { zoom, fitted, fit: fitZoom(), minimap: Boolean(minimap && !minimap.root.hidden) };
 }

@@ -124,11 +124,15 @@ export function load({ source, filename: name, error }) {
   root.querySelector(".source-file").textContent = filename || "";
   const lines = (source || "").replace(/\n$/, "").split("\n");
   const html = highlight(lines);
+  // A line too long for the pane wraps, its continuation indented four columns past the line's own
+  // indentation (a hanging indent, as editors do), so the code's shape stays readable.
+  const hang = (i) => Math.min(40, (/^ */.exec(lines[i])[0].length || 0) + 4);
   body.innerHTML = html
     .map(
       (code, i) =>
         `<div class="src-line" data-line="${i + 1}"><span class="marks"></span>` +
-        `<span class="lineno" role="button" tabindex="0" aria-pressed="false" aria-label="breakpoint on line ${i + 1}" title="Set or clear a breakpoint on this line">${i + 1}</span><code>${code || " "}</code></div>`,
+        `<span class="lineno" role="button" tabindex="0" aria-pressed="false" aria-label="breakpoint on line ${i + 1}" title="Set or clear a breakpoint on this line">${i + 1}</span>` +
+        `<code style="--hang:${hang(i)}ch">${code || " "}</code></div>`,
     )
     .join("");
   lineEls = [...body.children];
