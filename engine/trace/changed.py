@@ -88,7 +88,9 @@ def _frames_line(state: State, c: Change) -> str | None:
             return f"holder {f}[{path[4]}]: recomputed[{gid}] → taken (tensor {old})"
         return f"holder {f}[{path[4]}]: recomputed[{gid}] ← tensor {new}"
     if key == "recomp_counter" and len(path) == 4:
-        return f"{f}: recomp_counter[{gid_label(str(path[3]))}] {old if old is not None else 0} → {new}"
+        counter = f"{f}: recomp_counter[{gid_label(str(path[3]))}]"
+        # A recomputation starts its counter at 0: a new entry, not a change of value.
+        return f"{counter} = {new}" if op == "add" else f"{counter} {old} → {new}"
     if key == "is_recomputed" and len(path) == 4:
         return f"{f}: is_recomputed[{gid_label(str(path[3]))}] = {new}"
     if key == "early_stopped" and len(path) == 4 and isinstance(new, dict):

@@ -231,6 +231,8 @@ def test_what_changed_names_holders_and_recomputed_entries() -> None:
     lines = [line for s in doc_of("nested_checkpoint")["steps"] for line in s["changed"]]
     assert any(re.fullmatch(r"holder inner#2\[1\]: recomputed\[g0\] ← tensor \d+", x) for x in lines), lines
     assert "big#0: recomp_counter[g0] 3 → 4" in lines
+    assert "inner#2: recomp_counter[g0] = 0" in lines, "a new counter is not a change from 0 to 0"
+    assert not any(re.search(r"recomp_counter\[g0\] (\d+) → \1$", x) for x in lines)
     assert "big#0: early stop after 4/4" in lines
     assert any(x.startswith("holder inner#3[0] garbage-collected") for x in lines)
 
