@@ -336,6 +336,16 @@ class RunManager:
         job = _Job(trusted=False, backend="engine", path=None, text=source, filename=name)
         return self._create(job, scenario=None, title=docstring_title(source) or name)
 
+    def create_generated(
+        self, text: str, filename: str, title: str, key: str, backend: str = "engine"
+    ) -> RunRecord:
+        """A run of a scenario text the server wrote itself (the compare page's models,
+        app/compare.py): trusted like a bundled scenario, so it may run on torch. ``key`` names
+        it in the run's ``scenario`` field (``compare/per_block/4``)."""
+        check_backend(backend, trusted=True)
+        job = _Job(trusted=True, backend=backend, path=None, text=text, filename=filename)
+        return self._create(job, scenario=key, title=title)
+
     def create_imported(self, doc: dict[str, Any]) -> RunRecord:
         """A run of a trace document checked by ``app.imported.read_trace``: nothing executes, its
         events are annotated and stored like a run's (Note [Opening a trace file])."""
@@ -455,14 +465,15 @@ class RunManager:
             return imported_result(job.trace)
         limits = self.settings.limits
         if job.trusted:
-            assert job.path is not None
+            # A bundled scenario's file, or a text the server wrote (``create_generated``).
             return run_scenario(
-                job.path,
+                job.path if job.path is not None else job.text,
                 backend=job.backend,
                 trusted=True,
                 limits=limits,
                 on_progress=on_progress,
                 on_events=on_events,
+                filename=None if job.path is not None else job.filename,
             )
         return run_scenario(
             job.text,

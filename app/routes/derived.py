@@ -21,6 +21,7 @@ from typing import Any
 from fastapi import APIRouter, HTTPException, Response
 from starlette.concurrency import run_in_threadpool
 
+from app.compare import figures_of
 from app.deps import ManagerDep, RunDep
 from app.models import ErrorResponse
 from app.store import Store
@@ -35,7 +36,7 @@ _cache: OrderedDict[tuple[str, str, int], str] = OrderedDict()
 _lock = threading.Lock()
 
 Builder = Callable[[Sequence[dict[str, Any]]], Any]
-DOCUMENTS: dict[str, Builder] = {"story": story_document, "memory": memory_report}
+DOCUMENTS: dict[str, Builder] = {"story": story_document, "memory": memory_report, "compare": figures_of}
 
 
 def derived_json(store: Store, run_id: str, n_events: int, name: str) -> str:

@@ -13,7 +13,9 @@ Every figure comes from the events' own fields; nothing is estimated.
 - ``metrics``: the maxima of the ``mem`` counters (docs/trace.md, "Memory") and the first event
   that reached each; ``peak_held`` is the most held for the backward at once (``saved`` +
   ``recomputed``), the figure checkpointing is about; ``forward_ops`` / ``recomputed_ops`` count
-  ``op`` events by phase, so ``recomputed_ops`` is the forward work the backward did again;
+  ``op`` events by phase, so ``recomputed_ops`` is the forward work the backward did again (an
+  op of a recomputation whose outputs all existed before it started is not work done again: a
+  selective checkpoint's cache handed them back, and ``sac_cached_ops`` counts those);
   ``runs`` counts each checkpointed function's runs by mode (the three runs of an inner function under nested
   checkpoints are there); ``wall_ns`` is the recording's span (``t_ns``).
 - ``peak``: the live bytes at the first event where ``live`` is highest, split by storage (a
@@ -54,6 +56,7 @@ class Metrics(TypedDict):
     peak_held_seq: int | None
     forward_ops: int
     recomputed_ops: int
+    sac_cached_ops: int
     recomputations: int
     early_stops: int
     holders: int
@@ -72,6 +75,8 @@ def memory_metrics(events: Sequence[Event]) -> Metrics:
     holder_bytes = 0
     labels: dict[Any, str] = {}
     runs: dict[str, dict[str, int]] = {}
+    next_tensor = 0  # tensor ids count up: below this one, a tensor existed before
+    fresh_from: list[int] = []  # per recomputation in progress: the first id it made
     for e in events:
         kind = e["kind"]
         kinds[kind] += 1
@@ -81,8 +86,20 @@ def memory_metrics(events: Sequence[Event]) -> Metrics:
                 peak[k], peak_seq[k] = mem[k], e["seq"]
         if mem.get("saved", 0) + mem.get("recomputed", 0) > held:
             held, held_seq = mem.get("saved", 0) + mem.get("recomputed", 0), e["seq"]
-        if kind == "op":
-            ops["recompute" if e.get("phase") == "recompute" else "forward"] += 1
+        if kind == "tensor_new":
+            next_tensor = max(next_tensor, e["tensor"] + 1)
+        elif kind == "recompute_start":
+            fresh_from.append(next_tensor)
+        elif kind == "recompute_end" and fresh_from:
+            fresh_from.pop()
+        elif kind == "op":
+            outputs = e.get("outputs") or []
+            if e.get("phase") != "recompute":
+                ops["forward"] += 1
+            elif fresh_from and outputs and all(isinstance(t, int) and t < fresh_from[-1] for t in outputs):
+                ops["cached"] += 1
+            else:
+                ops["recompute"] += 1
         elif kind == "pack":
             holder_bytes += e.get("nbytes", 0) or 0
         elif kind == "frame_new":
@@ -103,6 +120,7 @@ def memory_metrics(events: Sequence[Event]) -> Metrics:
         "peak_held_seq": held_seq,
         "forward_ops": ops["forward"],
         "recomputed_ops": ops["recompute"],
+        "sac_cached_ops": ops["cached"],
         "recomputations": kinds["recompute_start"],
         "early_stops": kinds["early_stop"],
         "holders": kinds["pack"],

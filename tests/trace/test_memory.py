@@ -51,7 +51,9 @@ def test_counts_are_the_events(name: str) -> None:
     assert m["recomputations"] == kinds.count("recompute_start")
     assert m["early_stops"] == kinds.count("early_stop")
     assert m["holders"] == kinds.count("pack")
-    assert m["recomputed_ops"] == sum(1 for e in events if e["kind"] == "op" and e["phase"] == "recompute")
+    recompute_ops = sum(1 for e in events if e["kind"] == "op" and e["phase"] == "recompute")
+    assert m["recomputed_ops"] + m["sac_cached_ops"] == recompute_ops
+    assert m["sac_cached_ops"] == 0 or name == "selective_checkpoint"
     assert sum(r["forward"] + r["recompute"] for r in m["runs"].values()) == kinds.count("fn_start")
 
 
@@ -123,6 +125,11 @@ def test_why_checkpointing_saved_little() -> None:
     text = findings("rule6_retain_graph")["outside_reference"]
     assert "`y`" in text and "`z`" in text
     assert "outside_reference" not in findings("mlp_memory_per_block")
+
+
+def test_a_selective_checkpoint_s_cached_ops_are_not_work_done_again() -> None:
+    # Both matrix products of selective_checkpoint come from the cache in the recomputation.
+    assert memory_metrics(events_of("selective_checkpoint"))["sac_cached_ops"] == 2
 
 
 def test_the_report_is_json_and_its_marks_are_the_events() -> None:
