@@ -7,6 +7,8 @@
     autograd-lens open TRACE.json [--server URL] [--no-browser]   step through it in the viewer
     autograd-lens dot SCENARIO -o graph.dot|graph.svg [--backend engine|torch] [--untrusted]
     autograd-lens diff SCENARIO [--against TRACE.json] [-o diff.json] [--json]   engine vs torch
+    autograd-lens compare [--n N] [--backend engine|torch|both] [--sweep] [--json]
+                                 one MLP under each checkpointing strategy (docs/memory.md)
     autograd-lens serve [--host H] [--port P]       the web app
 
 SCENARIO is a path to a Python file or the id (file stem) of a bundled scenario. A file runs in
@@ -365,6 +367,59 @@ def _diff_text(summary: str, grads: dict[str, object], equal: bool) -> str:
     return "\n".join(lines)
 
 
+def cmd_compare(args: argparse.Namespace) -> int:
+    """The compare page's table (app/compare.py), from runs in this process."""
+    from app.compare import (
+        STRATEGIES,
+        SWEEP_NS,
+        SWEEP_STRATEGIES,
+        fit_exponent,
+        model_source,
+        row_of,
+        table_text,
+    )
+
+    backends = list(BACKENDS) if args.backend == "both" else [args.backend]
+    if "torch" in backends and (problem := _torch_problem(untrusted=False)):
+        print(f"autograd-lens: {problem}", file=sys.stderr)
+        return 2
+    if args.sweep:
+        specs = [(s, n, "engine") for s in SWEEP_STRATEGIES for n in SWEEP_NS]
+    else:
+        if not 1 <= args.n <= 64:
+            print(f"autograd-lens: --n must be between 1 and 64 blocks, not {args.n}", file=sys.stderr)
+            return 2
+        specs = [(s, args.n, b) for s in STRATEGIES for b in backends]
+    rows = []
+    for strategy, n, backend in specs:
+        result = run_scenario(
+            model_source(strategy, n), trusted=True, backend=backend, filename=f"compare_{strategy}.py"
+        )
+        if result.trace is None or result.error is not None:
+            print(f"autograd-lens: {strategy} (n={n}) on {backend} failed: {result.error}", file=sys.stderr)
+            return 1
+        rows.append(row_of(strategy, n, backend, result.trace["events"]))
+    if args.json:
+        print(json.dumps(rows, indent=1))
+        return 0
+    if not args.sweep:
+        print(
+            f"An MLP of {args.n} blocks under each strategy (held for backward = saved + recomputed bytes):"
+        )
+        print(table_text(rows))
+        return 0
+    print("Bytes held for the backward against the number of blocks N:")
+    print("N".rjust(4) + "".join(f"{STRATEGIES[s].title:>42}" for s in SWEEP_STRATEGIES))
+    for n in SWEEP_NS:
+        held = {r["strategy"]: r["peak_held"] for r in rows if r["n"] == n}
+        print(f"{n:>4}" + "".join(f"{held[s]:>42,}" for s in SWEEP_STRATEGIES))
+    for s in SWEEP_STRATEGIES:
+        points = [(r["n"], r["peak_held"]) for r in rows if r["strategy"] == s and r["n"] >= 4]
+        k = fit_exponent([p[0] for p in points], [p[1] for p in points])
+        print(f"{STRATEGIES[s].title}: grows as N^{k:.2f} (N = 4..{SWEEP_NS[-1]})")
+    return 0
+
+
 def cmd_scenarios(args: argparse.Namespace) -> int:
     infos = list_scenarios()
     width = max((len(s.id) for s in infos), default=0)
@@ -456,6 +511,24 @@ def build_parser() -> argparse.ArgumentParser:
     p_diff.add_argument("--json", action="store_true", help="print the diff as JSON instead of text")
     p_diff.add_argument("-q", "--quiet", action="store_true", help="no progress, no notes about failed runs")
     p_diff.set_defaults(func=cmd_diff)
+
+    p_compare = sub.add_parser(
+        "compare",
+        help="one MLP under each checkpointing strategy: memory held, recomputation, time",
+        description="Run an MLP of N blocks under each strategy of Note [Strategies compared] "
+        "(app/compare.py) and print what each holds for the backward, what it recomputes and how "
+        "long it takes; --sweep prints the bytes held against N for no checkpointing, one "
+        "checkpoint per block and sqrt(N) segments, with the exponent each grows with.",
+    )
+    p_compare.add_argument("--n", type=int, default=4, help="the number of blocks (default 4)")
+    p_compare.add_argument(
+        "--backend", choices=[*BACKENDS, "both"], default="engine", help="engine (default), torch, or both"
+    )
+    p_compare.add_argument(
+        "--sweep", action="store_true", help="N = 2..64 on the engine, and the fitted exponents"
+    )
+    p_compare.add_argument("--json", action="store_true", help="print the rows as JSON")
+    p_compare.set_defaults(func=cmd_compare)
 
     p_list = sub.add_parser("scenarios", help="list the bundled scenarios")
     p_list.set_defaults(func=cmd_scenarios)

@@ -135,3 +135,32 @@ def test_the_api_refuses_what_it_cannot_do(client: TestClient) -> None:
     assert client.post("/api/compare", json={"n": 100}).status_code == 422
     r = client.post("/api/compare", json={"n": 4, "backends": ["jax"]})
     assert r.status_code == 422 and "'jax' is not available" in r.json()["detail"]
+
+
+# --- the CLI ---------------------------------------------------------------------------------------
+
+
+def test_the_cli_prints_the_table_and_refuses_a_bad_n(capsys: pytest.CaptureFixture[str]) -> None:
+    from app.cli import main
+
+    assert main(["compare", "--n", "2"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("An MLP of 2 blocks")
+    assert out[1].split()[0] == "strategy"
+    assert [line.split("  ")[0] for line in out[3:]] == [s.title for s in STRATEGIES.values()]
+    assert main(["compare", "--n", "99"]) == 2
+    assert "--n must be between 1 and 64 blocks, not 99" in capsys.readouterr().err
+
+
+def test_the_cli_sweep_reports_each_exponent(capsys: pytest.CaptureFixture[str]) -> None:
+    from app.cli import main
+
+    assert main(["compare", "--sweep"]) == 0
+    out = capsys.readouterr().out
+    exponents = {
+        line.split(": grows as N^")[0]: float(line.split("N^")[1].split()[0])
+        for line in out.splitlines()
+        if "grows as" in line
+    }
+    assert 0.9 < exponents["no checkpointing"] < 1.1
+    assert 0.35 < exponents["checkpoint_sequential, sqrt(N) segments"] < 0.7
