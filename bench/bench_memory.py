@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -40,7 +39,6 @@ S, B, H, A = 64, 4, 64, 4
 LAYER = f'''"""One transformer layer: the activation bytes it saves for its backward"""
 
 import json
-import math
 
 import engine as torch
 from engine import nn
