@@ -35,8 +35,13 @@ CACHE_SIZE = 32
 _cache: OrderedDict[tuple[str, str, int], str] = OrderedDict()
 _lock = threading.Lock()
 
-Builder = Callable[[Sequence[dict[str, Any]]], Any]
-DOCUMENTS: dict[str, Builder] = {"story": story_document, "memory": memory_report, "compare": figures_of}
+# Each document from the run's events and its trace's ``meta``.
+Builder = Callable[[Sequence[dict[str, Any]], dict[str, Any]], Any]
+DOCUMENTS: dict[str, Builder] = {
+    "story": lambda events, meta: story_document(events),
+    "memory": lambda events, meta: memory_report(events, modules=meta.get("modules")),
+    "compare": lambda events, meta: figures_of(events),
+}
 
 
 def derived_json(store: Store, run_id: str, n_events: int, name: str) -> str:
@@ -47,7 +52,8 @@ def derived_json(store: Store, run_id: str, n_events: int, name: str) -> str:
             _cache.move_to_end(key)
             return _cache[key]
     events = [item["event"] for item in store.items(run_id)]
-    text = json.dumps(DOCUMENTS[name](events), separators=(",", ":"))
+    meta = (store.trace_parts(run_id) or ({}, {}))[0]
+    text = json.dumps(DOCUMENTS[name](events, meta), separators=(",", ":"))
     with _lock:
         _cache[key] = text
         while len(_cache) > CACHE_SIZE:

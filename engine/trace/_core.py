@@ -47,7 +47,7 @@ from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
-from engine.trace._names import Statement, TensorNames
+from engine.trace._names import Statement, TensorNames, _locals_of
 
 # An event, JSON-ready.
 Event = dict[str, Any]
@@ -165,6 +165,19 @@ class HolderEntry:
         self.recomputed: dict[Any, int] = {}
 
 
+class ModuleEntry:
+    """An ``nn.Module`` seen running: its id in the trace and its path (Note [Module paths])."""
+
+    __slots__ = ("key", "mid", "path", "ref", "type")
+
+    def __init__(self, mid: int, module: Any) -> None:
+        self.mid = mid
+        self.key = id(module)
+        self.ref: weakref.ref[Any] | None = weakref.ref(module)
+        self.type = type(module).__name__
+        self.path: str | None = None
+
+
 class RecorderCore(TensorNames):
     """Registries and common fields; see Note [Trace ids and ordering]."""
 
@@ -216,6 +229,10 @@ class RecorderCore(TensorNames):
         self.hooks: list[dict[str, Any]] = []
         self.recomputing: list[tuple[int | None, Any]] = []  # (frame, hook gid)
         self.tasks: list[int] = []  # raw graph-task ids from backward_start to backward_end
+        # nn.Modules: those seen running, and the ones whose forward is running now
+        self._module_entries: dict[int, ModuleEntry] = {}
+        self.modules: list[ModuleEntry] = []
+        self.module_stack: list[int] = []
 
     # --- entry points ---------------------------------------------------------------------------
 
@@ -526,13 +543,100 @@ class RecorderCore(TensorNames):
         if registry.get(key) is entry:
             del registry[key]
 
+    # --- modules ----------------------------------------------------------------------------------
+
+    # Note [Module paths]
+    # ~~~~~~~~~~~~~~~~~~~
+    # Global forward hooks (``register_module_forward_pre_hook``, and a forward hook with
+    # ``always_call=True``, so a forward that raises, as an early-stopped recomputation does, is
+    # left too) keep the stack of modules whose forward is running. A node made while one runs
+    # carries its id (``node_new.module``): the innermost module's, so the saved tensors of a
+    # node, and the holders standing in for them, belong to the module that made it. A module is
+    # named by its path in a variable of the recorded code the first time it runs: the file's
+    # globals first, then the locals of each recorded frame from the outermost in (``self`` left
+    # out), ``model.transformer.h.3.attn``, ``blocks[2].0``; one found in no variable is named by
+    # its type (``Linear#4``). ``meta.modules`` maps ids to ``{path, type}``.
+
+    def module_hooks(self) -> tuple[Callable[..., Any], Callable[..., Any]]:
+        """The (pre-hook, always-called hook) pair a backend registers globally."""
+
+        def pre(module: Any, *args: Any) -> None:
+            self.module_enter(module)
+
+        def post(module: Any, *args: Any) -> None:
+            self.module_exit(module)
+
+        return pre, post
+
+    def module_enter(self, module: Any) -> None:
+        if self.closed or threading.get_ident() != self._thread:
+            return
+        entry = live_entry(self._module_entries, module)
+        if entry is None:
+            entry = ModuleEntry(len(self.modules), module)
+            self._module_entries[entry.key] = entry
+            self.modules.append(entry)
+            entry.path = self._module_path(module)
+        self.module_stack.append(entry.mid)
+
+    def module_exit(self, module: Any) -> None:
+        if self.closed or threading.get_ident() != self._thread:
+            return
+        if self.module_stack:
+            self.module_stack.pop()
+
+    def current_module(self) -> int | None:
+        return self.module_stack[-1] if self.module_stack else None
+
+    def _module_path(self, module: Any) -> str | None:
+        frames = []
+        frame: FrameType | None = sys._getframe(2)
+        while frame is not None:
+            if frame.f_code.co_filename in self._files:
+                frames.append(frame)
+            frame = frame.f_back
+        if not frames:
+            return None
+        scopes = [frames[-1].f_globals] + [_locals_of(f) for f in reversed(frames)]
+        for scope in scopes:
+            for name, value in list(scope.items()):
+                if name == "self" or name.startswith("__"):
+                    continue
+                if isinstance(value, self._Module):
+                    found = _path_in(value, name, module)
+                elif type(value) in (list, tuple) and len(value) <= 64:
+                    found = next(
+                        (
+                            p
+                            for i, v in enumerate(value)
+                            if isinstance(v, self._Module) and (p := _path_in(v, f"{name}[{i}]", module))
+                        ),
+                        None,
+                    )
+                else:
+                    continue
+                if found is not None:
+                    return found
+        return None
+
+    def module_table(self) -> dict[str, dict[str, str]]:
+        return {str(m.mid): {"path": m.path or f"{m.type}#{m.mid}", "type": m.type} for m in self.modules}
+
     def close(self) -> None:
         """Stop: drop every registry, so no weak-reference callback can fire into this recorder."""
         self.closed = True
-        for registry in (self._tensors, self._nodes, self._frames, self._holders):
+        for registry in (self._tensors, self._nodes, self._frames, self._holders, self._module_entries):
             registry.clear()
         self._pending.clear()
         self._unnamed.clear()
         self._final = len(self.events)
         self._modules_seen.clear()
         self._deferred.clear()
+
+
+def _path_in(root: Any, name: str, module: Any) -> str | None:
+    """``module``'s path under ``root``, a module held by variable ``name``; None if not in it."""
+    for path, sub in root.named_modules():
+        if sub is module:
+            return f"{name}.{path}" if path else name
+    return None

@@ -81,6 +81,8 @@ class Recorder(RecorderCore):
             fields["variable"] = variable
         if pre_existing:
             fields["pre_existing"] = True
+        elif self.module_stack:
+            fields["module"] = self.module_stack[-1]  # Note [Module paths]
         self.append("node_new", fields)
         return entry
 

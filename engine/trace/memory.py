@@ -32,6 +32,9 @@ Every figure comes from the events' own fields; nothing is estimated.
   refilled it, the take, the release or the holder's GC).
 - ``diagnosis``: when checkpointing bought little, the reasons the trace shows (Note [Why
   checkpointing saved little]).
+- ``modules``: per ``nn.Module`` (Note [Module paths]), the bytes its nodes saved, how much of it
+  was alive at the peak of what is held for the backward, what holders stood in for and what
+  recomputations made again: where a model's memory for the backward goes.
 """
 
 from __future__ import annotations
@@ -289,6 +292,7 @@ class LedgerEntry(TypedDict):
     taken: list[int]
     end: int | None  # saved_release / node_free (a tensor), holder_gc (a holder)
     fate: str
+    module: int | None  # the module whose forward made its node (Note [Module paths])
 
 
 def saved_ledger(events: Sequence[Event]) -> list[LedgerEntry]:
@@ -301,12 +305,14 @@ def saved_ledger(events: Sequence[Event]) -> list[LedgerEntry]:
     by_holder: dict[Any, LedgerEntry] = {}
     by_frame_index: dict[tuple[Any, Any], LedgerEntry] = {}
     recomputing: list[int] = []  # recompute_start seqs, innermost last
+    node_modules: dict[Any, int | None] = {}
     for e in events:
         kind, seq = e["kind"], e["seq"]
         if kind == "tensor_new":
             tensor_bytes[e["tensor"]] = e.get("nbytes", 0) or 0
         elif kind == "node_new":
             node_names[e["node"]] = e.get("name", "?")
+            node_modules[e["node"]] = e.get("module")
         elif kind == "frame_new":
             frame_names[e["frame"]] = f"{e.get('label', '?')}#{e['frame']}"
         elif kind in ("pack", "saved"):
@@ -315,6 +321,7 @@ def saved_ledger(events: Sequence[Event]) -> list[LedgerEntry]:
                 if packed is not None and packed["node"] is None:  # a torch trace's pack
                     packed["node"], packed["slot"] = e.get("node"), e.get("slot")
                     packed["node_name"] = node_names.get(e.get("node"), "?")  # type: ignore[arg-type]
+                    packed["module"] = node_modules.get(e.get("node"))
                     by_node.setdefault(e.get("node"), []).append(packed)
                 continue
             holder = e.get("holder") if kind == "pack" else None
@@ -339,6 +346,7 @@ def saved_ledger(events: Sequence[Event]) -> list[LedgerEntry]:
                 "taken": [],
                 "end": None,
                 "fate": "",
+                "module": node_modules.get(e.get("node")),
             }
             entries.append(entry)
             if e.get("node") is not None:
@@ -518,18 +526,71 @@ def _kept_outside(events: Sequence[Event]) -> tuple[int, int, list[str]] | None:
     return (total, start, names) if total else None
 
 
+class ModuleRow(TypedDict):
+    module: int | None
+    path: str
+    type: str
+    # A tensor's bytes count in full per entry: unlike ``mem``, two saves of views of one storage
+    # both count, so the rows say what each module's saves reference, not a split of ``live``.
+    saved: int  # bytes its nodes saved as tensors in the forward
+    held_at_peak: int  # of those, alive at the peak of what is held for the backward
+    holders: int  # bytes a checkpoint's holders stood in for: not held until recomputed
+    recomputed: int  # bytes the recomputations made again for it
+    entries: int
+
+
+def module_breakdown(
+    ledger: Sequence[LedgerEntry], at: int | None, modules: dict[str, dict[str, str]] | None = None
+) -> list[ModuleRow]:
+    """Per module (Note [Module paths]; ``modules`` is ``meta.modules``): what its nodes saved,
+    what was alive at event ``at``, what holders stood in for and what was recomputed. Saves made
+    outside any module's forward are one row with ``module`` None."""
+    rows: dict[int | None, ModuleRow] = {}
+    for x in ledger:
+        if x["phase"] == "recompute":
+            continue  # a recomputation's own saves are counted as recomputed, below
+        m = x["module"]
+        row = rows.get(m)
+        if row is None:
+            info = (modules or {}).get(str(m), {})
+            path = "(outside any module)" if m is None else info.get("path", f"module {m}")
+            row = rows[m] = {
+                "module": m,
+                "path": path,
+                "type": info.get("type", ""),
+                "saved": 0,
+                "held_at_peak": 0,
+                "holders": 0,
+                "recomputed": 0,
+                "entries": 0,
+            }
+        row["entries"] += 1
+        if x["kept"] == "tensor":
+            row["saved"] += x["bytes"]
+            if at is not None and x["seq"] <= at and (x["end"] is None or x["end"] > at):
+                row["held_at_peak"] += x["bytes"]
+        else:
+            row["holders"] += x["bytes"]
+            row["recomputed"] += x["bytes"] * len(x["refilled"])
+    return sorted(rows.values(), key=lambda r: (r["module"] is None, r["path"]))
+
+
 class MemoryReport(TypedDict):
     metrics: Metrics
     peak: Peak
     ledger: list[LedgerEntry]
     marks: dict[str, list[int]]
     diagnosis: list[Finding]
+    modules: list[ModuleRow]
 
 
 MARK_KINDS = ("pack", "unpack", "recompute_start", "early_stop", "holder_gc", "backward_start")
 
 
-def memory_report(events: Sequence[Event], alive_limit: int = 40) -> MemoryReport:
+def memory_report(
+    events: Sequence[Event], alive_limit: int = 40, modules: dict[str, dict[str, str]] | None = None
+) -> MemoryReport:
+    """Note [Memory report]; ``modules``: the trace's ``meta.modules``, to name modules by path."""
     metrics = memory_metrics(events)
     peak = peak_split(events, metrics["peak_live_seq"])
     ledger = saved_ledger(events)
@@ -539,4 +600,11 @@ def memory_report(events: Sequence[Event], alive_limit: int = 40) -> MemoryRepor
             marks[e["kind"]].append(e["seq"])
     findings = diagnose(events, metrics, peak, ledger)
     peak["alive"] = peak["alive"][:alive_limit]
-    return {"metrics": metrics, "peak": peak, "ledger": ledger, "marks": marks, "diagnosis": findings}
+    return {
+        "metrics": metrics,
+        "peak": peak,
+        "ledger": ledger,
+        "marks": marks,
+        "diagnosis": findings,
+        "modules": module_breakdown(ledger, metrics["peak_held_seq"], modules),
+    }

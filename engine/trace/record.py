@@ -109,6 +109,13 @@ class _Recording:
 
         return Recorder(self.trace.events, self.files)
 
+    def _module_hooks(self, recorder: Any) -> list[Any]:
+        """Register the recorder's global module hooks (Note [Module paths]); their handles."""
+        from engine.nn.modules._hooks import register_module_forward_hook, register_module_forward_pre_hook
+
+        pre, post = recorder.module_hooks()
+        return [register_module_forward_pre_hook(pre), register_module_forward_hook(post, always_call=True)]
+
     def __enter__(self) -> Trace:
         if emit.enabled or _active:
             raise RuntimeError("engine.trace.record() calls cannot be nested: a recording is already active")
@@ -118,6 +125,7 @@ class _Recording:
             self.trace.set_event_limit(self.max_events)
         _active.append(self.trace)
         emit._install(recorder.sink)
+        self._handles = self._module_hooks(recorder)
         return self.trace
 
     def __exit__(
@@ -131,6 +139,8 @@ class _Recording:
                 recorder.append("error", error, src=self._src_of(tb))
                 self.trace.meta["error"] = error
         finally:
+            for handle in getattr(self, "_handles", ()):
+                handle.remove()
             emit._install(None)
             _active.clear()
             # The frame of the ``with`` block (a subclass's __exit__ is one more frame).
@@ -138,6 +148,8 @@ class _Recording:
             if caller.f_code.co_filename in self.files:
                 recorder.name_remaining(_locals_of(caller))
             self.trace.meta.update(n_events=len(self.trace.events), truncated=recorder.truncated)
+            if recorder.modules:
+                self.trace.meta["modules"] = recorder.module_table()
             recorder.close()
             self.trace._recorder = None
 

@@ -138,3 +138,49 @@ def test_the_report_is_json_and_its_marks_are_the_events() -> None:
     assert json.loads(json.dumps(report)) == report
     for kind, seqs in report["marks"].items():
         assert seqs == [e["seq"] for e in events if e["kind"] == kind]
+
+
+def meta_of(name: str) -> dict[str, Any]:
+    return dict(json.loads((GOLDEN / f"{name}.json").read_text())["trace"]["meta"])
+
+
+def test_modules_are_named_by_their_path_in_the_variables() -> None:
+    # Note [Module paths]: `block = OuterBlock(3)` holds sub1 and sub2, each with lin1 and lin2.
+    paths = {m["path"] for m in meta_of("nested_checkpoint")["modules"].values()}
+    assert paths == {
+        "block",
+        "block.sub1",
+        "block.sub2",
+        *(f"block.sub{i}.lin{j}" for i in (1, 2) for j in (1, 2)),
+    }
+    # `blocks = nn.ModuleList(...)`: each Linear and Tanh of each block.
+    paths = {m["path"] for m in meta_of("mlp_memory_per_block")["modules"].values()}
+    assert {f"blocks.{i}.{j}" for i in range(4) for j in range(3)} <= paths
+    assert "modules" not in meta_of("single_checkpoint"), "no module ran: no table"
+
+
+@pytest.mark.parametrize(
+    "name", ["mlp_memory_none", "mlp_memory_per_block", "mlp_memory_nested", "nested_checkpoint"]
+)
+def test_the_module_breakdown_accounts_for_every_save(name: str) -> None:
+    events = events_of(name)
+    report = memory_report(events, modules=meta_of(name)["modules"])
+    rows = report["modules"]
+    first = [x for x in report["ledger"] if x["phase"] != "recompute"]
+    assert sum(r["saved"] + r["holders"] for r in rows) == sum(x["bytes"] for x in first)
+    assert sum(r["entries"] for r in rows) == len(first)
+    # Per module, a tensor's bytes count in full (two modules saving views of one storage both
+    # count it), so only each row bounds its own figure.
+    assert all(0 <= r["held_at_peak"] <= r["saved"] for r in rows)
+
+
+def test_checkpointing_turns_a_module_s_saved_tensors_into_holders() -> None:
+    def by_path(name: str) -> dict[str, Any]:
+        rows = memory_report(events_of(name), modules=meta_of(name)["modules"])["modules"]
+        return {r["path"]: r for r in rows}
+
+    none, per_block = by_path("mlp_memory_none"), by_path("mlp_memory_per_block")
+    for path in (f"blocks.{i}.{j}" for i in range(4) for j in range(3)):
+        assert none[path]["saved"] > 0 and none[path]["holders"] == 0
+        assert per_block[path]["saved"] == 0 and per_block[path]["holders"] == none[path]["saved"]
+        assert per_block[path]["recomputed"] == per_block[path]["holders"]

@@ -83,6 +83,15 @@ class _TorchRecording(_Recording):
         self._uninstall = Instrumentation(recorder, self.torch, design).install()
         return recorder
 
+    def _module_hooks(self, recorder: Any) -> list[Any]:
+        """torch's global module hooks, for Note [Module paths]."""
+        hooks = self.torch.nn.modules.module
+        pre, post = recorder.module_hooks()
+        return [
+            hooks.register_module_forward_pre_hook(pre),
+            hooks.register_module_forward_hook(post, always_call=True),
+        ]
+
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:

@@ -158,6 +158,8 @@ class TorchRecorder(Recorder):
         }
         if is_acc:
             fields["variable"] = variable
+        if self.module_stack:
+            fields["module"] = self.module_stack[-1]  # Note [Module paths]
         self.append("node_new", fields)
         if self.on_new_node is not None:
             self.on_new_node(node, entry.nid)
