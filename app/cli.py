@@ -9,6 +9,8 @@
     autograd-lens diff SCENARIO [--against TRACE.json] [-o diff.json] [--json]   engine vs torch
     autograd-lens compare [--n N] [--backend engine|torch|both] [--sweep] [--json]
                                  one MLP under each checkpointing strategy (docs/memory.md)
+    autograd-lens memory SCENARIO [--backend engine|torch] [--what-if PATTERN]... [-- ARG...]
+                                 per-module memory; --what-if: again with modules checkpointed
     autograd-lens serve [--host H] [--port P]       the web app
 
 SCENARIO is a path to a Python file or the id (file stem) of a bundled scenario. A file runs in
@@ -98,10 +100,25 @@ def _torch_problem(untrusted: bool) -> str | None:
     return None
 
 
-def _run(args: argparse.Namespace) -> RunResult | int:
+def _run(args: argparse.Namespace, checkpoint_modules: list[str] | None = None) -> RunResult | int:
     backend = getattr(args, "backend", "engine")
     if backend == "torch" and (problem := _torch_problem(args.untrusted)):
         print(f"autograd-lens: {problem}", file=sys.stderr)
+        return 2
+    if checkpoint_modules is None:
+        checkpoint_modules = getattr(args, "checkpoint_modules", None) or []
+    if checkpoint_modules and args.untrusted:
+        print(
+            "autograd-lens: --checkpoint-modules runs trusted local code only, not --untrusted",
+            file=sys.stderr,
+        )
+        return 2
+    from app.whatif import WhatIfError, parse_patterns
+
+    try:
+        parse_patterns(checkpoint_modules)
+    except WhatIfError as e:
+        print(f"autograd-lens: {e}", file=sys.stderr)
         return 2
     try:
         path = resolve_scenario(args.scenario)
@@ -118,6 +135,7 @@ def _run(args: argparse.Namespace) -> RunResult | int:
             on_progress=progress,
             backend=backend,
             argv=args.script_args,
+            checkpoint_modules=checkpoint_modules,
         )
     finally:
         progress.done()
@@ -420,6 +438,69 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_memory(args: argparse.Namespace) -> int:
+    """What a run's memory went to (engine/trace/memory.py), and with ``--what-if``, the same
+    script again with those modules checkpointed, side by side."""
+    from engine.trace.memory import memory_report
+
+    runs = [("as written", [])] + ([("what if", args.what_if)] if args.what_if else [])
+    reports = []
+    for label, patterns in runs:
+        result = _run(args, checkpoint_modules=patterns)
+        if isinstance(result, int):
+            return result
+        if result.trace is None or result.error is not None:
+            return 1
+        modules = result.trace["meta"].get("modules")
+        reports.append(
+            (label, memory_report(result.trace["events"], modules=modules), result.extra.get("checkpointed"))
+        )
+    print(_memory_text(reports, args.top))
+    return 0
+
+
+def _memory_text(reports: list[tuple[str, Any, Any]], top: int) -> str:
+    from app.compare import _bytes
+
+    lines = []
+    names = [label for label, _, _ in reports]
+    head = f"{'':<28}" + "".join(f"{n:>16}" for n in names)
+    figures = [
+        ("peak live", lambda r: _bytes(r["metrics"]["peak_live"])),
+        ("held for the backward", lambda r: _bytes(r["metrics"]["peak_held"])),
+        ("holders", lambda r: str(r["metrics"]["holders"])),
+        ("recomputations", lambda r: str(r["metrics"]["recomputations"])),
+        ("ops run again", lambda r: str(r["metrics"]["recomputed_ops"])),
+    ]
+    lines.append(head)
+    for title, fmt in figures:
+        lines.append(f"{title:<28}" + "".join(f"{fmt(r):>16}" for _, r, _ in reports))
+    for label, _, wrapped in reports:
+        if wrapped:
+            lines.append(f"{label}: checkpointed {', '.join(wrapped)}")
+    for label, report, _ in reports:
+        if report["diagnosis"]:
+            lines.append(f"\n{label}: why checkpointing saved little")
+            lines.extend(f"  - {f['text']}" for f in report["diagnosis"])
+    lines.append("\nPer module (bytes its saves reference: kept as tensors / replaced by holders):")
+    rows: dict[str, list[Any]] = {}
+    for i, (_, report, _) in enumerate(reports):
+        for row in report["modules"]:
+            rows.setdefault(row["path"], [None] * len(reports))[i] = row
+    order = sorted(rows, key=lambda p: -max((r["saved"] + r["holders"]) if r else 0 for r in rows[p]))[:top]
+    lines.append(f"{'':<28}" + "".join(f"  {n:^30}" for n in names))
+    lines.append(f"{'module':<28}" + "".join(f"  {'kept':>14}{'holders':>16}" for _ in names))
+    for path in sorted(order):
+        cells = "".join(
+            f"  {_bytes(r['saved']) if r else '-':>14}{_bytes(r['holders']) if r else '-':>16}"
+            for r in rows[path]
+        )
+        lines.append(f"{path[:27]:<28}{cells}")
+    if len(rows) > top:
+        lines.append(f"... and {len(rows) - top} more modules (--top N)")
+    return "\n".join(line.rstrip() for line in lines)
+
+
 def cmd_scenarios(args: argparse.Namespace) -> int:
     infos = list_scenarios()
     width = max((len(s.id) for s in infos), default=0)
@@ -452,6 +533,13 @@ def build_parser() -> argparse.ArgumentParser:
         )
         p.add_argument("--backend", choices=list(BACKENDS), default="engine", help=BACKEND_HELP)
         p.add_argument("-q", "--quiet", action="store_true", help="no progress, no scenario output")
+        p.add_argument(
+            "--checkpoint-modules",
+            metavar="PATTERN",
+            action="append",
+            help="run the modules whose path matches (e.g. 'transformer.h.*', one * a path part) under "
+            "checkpoint(..., use_reentrant=False), without editing the script; repeatable",
+        )
 
     p_trace = sub.add_parser(
         "trace",
@@ -530,6 +618,26 @@ def build_parser() -> argparse.ArgumentParser:
     p_compare.add_argument("--json", action="store_true", help="print the rows as JSON")
     p_compare.set_defaults(func=cmd_compare)
 
+    p_memory = sub.add_parser(
+        "memory",
+        help="what a run's memory went to, per module; --what-if: again with modules checkpointed",
+        description="Run SCENARIO and print its memory report (docs/memory.md): peaks, why "
+        "checkpointing saved little, and per nn.Module what its saved tensors reference. With "
+        "--what-if PATTERN, run it again with the matching modules under checkpoint (no edit to "
+        "the script) and print both side by side.",
+        epilog="A file's own arguments go after --: "
+        "memory train.py --backend torch --what-if 'h.*' -- --steps 1",
+    )
+    run_options(p_memory)
+    p_memory.add_argument(
+        "--what-if",
+        metavar="PATTERN",
+        action="append",
+        help="modules to checkpoint in a second run; repeatable",
+    )
+    p_memory.add_argument("--top", type=int, default=20, help="modules listed (default 20, the largest)")
+    p_memory.set_defaults(func=cmd_memory)
+
     p_list = sub.add_parser("scenarios", help="list the bundled scenarios")
     p_list.set_defaults(func=cmd_scenarios)
 
@@ -549,7 +657,7 @@ def main(argv: list[str] | None = None) -> int:
         at = argv.index("--")
         argv, script_args = argv[:at], argv[at + 1 :]
     args = build_parser().parse_args(argv)
-    if script_args and args.command not in ("trace", "dot", "diff"):
+    if script_args and args.command not in ("trace", "dot", "diff", "memory"):
         print(f"autograd-lens: {args.command} takes no arguments after --", file=sys.stderr)
         return 2
     args.script_args = script_args

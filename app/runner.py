@@ -175,6 +175,7 @@ def run_scenario(
     on_events: Callable[[list[dict[str, Any]]], None] | None = None,
     backend: str = "engine",
     argv: Sequence[str] = (),
+    checkpoint_modules: Sequence[str] = (),
 ) -> RunResult:
     """Run a scenario and return its trace, or the error that stopped it.
 
@@ -191,6 +192,9 @@ def run_scenario(
     trusted code only. ``RunResult.extra["grads"]`` holds the gradients the scenario's variables
     end with (``_final_grads``). A trusted file runs as ``python FILE ARGV...`` would run it
     (``_as_script``): its directory first on ``sys.path``, ``sys.argv`` its name and ``argv``.
+    ``checkpoint_modules``: module path patterns whose forwards run under ``checkpoint`` (Note
+    [Checkpointing modules from outside], app/whatif.py), trusted code only; the paths wrapped are
+    ``RunResult.extra["checkpointed"]``, and a pattern that matched nothing is the run's error.
     Never raises for what the scenario does.
     """
     limits = limits or Limits()
@@ -198,6 +202,8 @@ def run_scenario(
         raise ValueError(f"unknown backend {backend!r} (known: {', '.join(BACKENDS)})")
     if backend == "torch" and not trusted:
         raise ValueError("the torch backend runs trusted local code only (the sandbox knows the engine)")
+    if checkpoint_modules and not trusted:
+        raise ValueError("checkpoint_modules is for trusted local code only")
     path: Path | None = None  # the file, when the scenario is one
     if isinstance(path_or_text, Path) or (trusted and _names_a_file(path_or_text)):
         path = Path(path_or_text).resolve()
@@ -234,6 +240,7 @@ def run_scenario(
             on_progress=on_progress,
             on_events=on_events,
             backend=backend,
+            checkpoint_modules=checkpoint_modules,
         )
 
 
@@ -307,6 +314,7 @@ def execute(
     set_print: Callable[[Callable[[str], None]], None] | None = None,
     on_events: Callable[[list[dict[str, Any]]], None] | None = None,
     backend: str = "engine",
+    checkpoint_modules: Sequence[str] = (),
 ) -> RunResult:
     """Run compiled scenario code under ``trace.record()`` (``torch_backend.record()`` and an
     ``engine``-is-``torch`` import shim with ``backend="torch"``).
@@ -352,6 +360,9 @@ def execute(
         )
         if _ENGINE_IMPORT.search(text):  # written for the engine: one random stream for both
             rng = torch_backend.engine_rng()
+    from app.whatif import CheckpointModules
+
+    whatif = CheckpointModules(checkpoint_modules, backend, namespace) if checkpoint_modules else None
     recorder = None
     delivery = _Delivery(on_progress, on_events)
     error: RunError | None = None
@@ -365,6 +376,7 @@ def execute(
                 rng,
                 recording(source_files={filename: text}) as recorder,
                 _capped(recorder, limits, delivery),
+                whatif or contextlib.nullcontext(),
             ):
                 exec(code, namespace)
     except BaseException as exc:  # noqa: BLE001 - whatever the scenario raises is its result
@@ -380,6 +392,13 @@ def execute(
     result = RunResult(error is None, document, error, "".join(printed), filename)
     result.extra["delivered"] = delivery.sent
     result.extra["grads"] = _final_grads(namespace)
+    if whatif is not None:
+        result.extra["checkpointed"] = whatif.wrapped
+        unmatched = whatif.unmatched()
+        if unmatched and result.error is None:
+            seen = ", ".join(whatif.seen[:12]) or "none: no module ran"
+            message = f"--checkpoint-modules {unmatched[0]!r} matched no module (module paths: {seen})"
+            result.ok, result.error = False, RunError("WhatIfError", message, filename)
     return result
 
 

@@ -355,6 +355,34 @@ def test_forward_hooks(torch_oracle: ModuleType) -> None:
     assert run(engine) == run(torch_oracle)
 
 
+def test_a_pre_hook_that_replaces_forward_changes_the_next_call(torch_oracle: ModuleType) -> None:
+    # torch's _call_impl reads self.forward before the pre-hooks run (its forward_call): what a
+    # pre-hook puts in self.forward runs from the next call on (app/whatif.py relies on it).
+    def run(lib: ModuleType) -> list[Any]:
+        m = lib.nn.Identity()
+        calls: list[str] = []
+
+        def replace(mod: Any, args: Any) -> None:
+            calls.append("pre")
+            mod.forward = lambda x: calls.append("replaced") or x
+
+        handle = m.register_forward_pre_hook(replace)
+        m(lib.ones(1))
+        handle.remove()
+        m(lib.ones(1))
+        global_handle = lib.nn.modules.module.register_module_forward_pre_hook(
+            lambda mod, args: calls.append("global")
+        )
+        try:
+            del m.forward
+            m(lib.ones(1))
+        finally:
+            global_handle.remove()
+        return calls
+
+    assert run(engine) == run(torch_oracle) == ["pre", "replaced", "global"]
+
+
 def test_full_backward_hooks(torch_oracle: ModuleType) -> None:
     def run(lib: ModuleType) -> list[Any]:
         log: list[Any] = []

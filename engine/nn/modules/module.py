@@ -323,6 +323,9 @@ class Module(StateDictMixin):
         return _add_hook(self._backward_hooks, hook, prepend)
 
     def _call_impl(self, *args: Any, **kwargs: Any) -> Any:
+        # Read before the pre-hooks run, as torch's ``forward_call``: a pre-hook that replaces
+        # ``self.forward`` changes the next call, not this one.
+        forward_call = self.forward
         if not (
             self._backward_hooks
             or self._backward_pre_hooks
@@ -331,7 +334,7 @@ class Module(StateDictMixin):
             or _global_forward_hooks
             or _global_forward_pre_hooks
         ):
-            return self.forward(*args, **kwargs)
+            return forward_call(*args, **kwargs)
         result: Any = None
         called_always: set[int] = set()
         try:
@@ -357,7 +360,7 @@ class Module(StateDictMixin):
                     self, list(self._backward_hooks.values()), list(self._backward_pre_hooks.values())
                 )
                 args = bw_hook.setup_input_hook(args)
-            result = self.forward(*args, **kwargs)
+            result = forward_call(*args, **kwargs)
             for hook_id, hook in (*_global_forward_hooks.items(), *self._forward_hooks.items()):
                 if (
                     hook_id in self._forward_hooks_always_called
