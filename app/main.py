@@ -66,6 +66,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(stream.router)
     app.include_router(derived.router)
     app.include_router(compare.router)
+    app.include_router(compare.page_router)
     app.include_router(diff.router)
     app.include_router(pages.router)
     app.mount("/static", StaticFiles(directory=settings.static_dir, check_dir=False), name="static")

@@ -1,5 +1,6 @@
 """The compare page's API (app/compare.py, docs/memory.md): one model under several checkpointing
-strategies, and the sweep of N that shows the O(sqrt N) law.
+strategies, and the sweep of N that shows the O(sqrt N) law; and the page itself (``GET /compare``,
+``page_router``).
 
 Both are ``POST`` because they make runs: each call makes the runs that are missing (as the
 server has room) and returns every row, finished or not; the page calls again until ``done``.
@@ -11,24 +12,29 @@ import json
 from typing import Any
 
 from fastapi import APIRouter, HTTPException, Request
+from fastapi.responses import HTMLResponse
 from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
 
 from app.compare import (
+    BATCH,
     STRATEGIES,
     SWEEP_NS,
     SWEEP_STRATEGIES,
+    WIDTH,
     CompareService,
     Spec,
     fit_exponent,
     row_from,
     sqrt_law,
 )
-from app.deps import ManagerDep
+from app.deps import ManagerDep, TemplatesDep
 from app.routes.derived import derived_json
+from app.routes.pages import _render
 from app.runs import RunManager, torch_available
 
 router = APIRouter(prefix="/api", tags=["compare"])
+page_router = APIRouter(tags=["pages"])  # the HTML page, /compare
 
 
 class CompareRequest(BaseModel):
@@ -116,3 +122,33 @@ async def sweep(request: Request, manager: ManagerDep) -> dict[str, Any]:
         "exponents": fits,
         "sqrt_law": law,
     }
+
+
+# --- the page ------------------------------------------------------------------------------------
+
+
+@page_router.get("/compare", response_class=HTMLResponse)
+def compare_page(
+    request: Request, templates: TemplatesDep, n: str | None = None, torch: str | None = None
+) -> HTMLResponse:
+    """The compare page (static/js/compare.js): the table of ``POST /api/compare`` and the plots of
+    it and of the sweep. ``?n=8`` sets the number of blocks, ``?torch=1`` adds the torch rows (the
+    page keeps both in its URL)."""
+    config = {
+        "page": "compare",
+        "api": "/api",
+        "static": "/static",
+        "n": _blocks(n),
+        "torch": torch == "1" and torch_available(),
+        "model": {"width": WIDTH, "hidden": 4 * WIDTH, "batch": BATCH},
+    }
+    return _render(templates, request, "compare.html", config)
+
+
+def _blocks(raw: str | None) -> int:
+    # Typed by people, like a step in a permalink: anything but a number in range opens N = 4.
+    try:
+        n = int(raw) if raw is not None else 4
+    except ValueError:
+        return 4
+    return n if 2 <= n <= 64 else 4

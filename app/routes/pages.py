@@ -73,6 +73,7 @@ def run_page(request: Request, run: RunDep, templates: TemplatesDep, step: str |
             "chrome": f"{base}/trace.chrome.json",
             "dot": f"{base}/graph.dot",
             "story": f"{base}/story",
+            "memory": f"{base}/memory",
         },
         "glossary": glossary(),
     }

@@ -19,12 +19,13 @@ Every figure comes from the events' own fields; nothing is estimated.
   ``runs`` counts each checkpointed function's runs by mode (the three runs of an inner function under nested
   checkpoints are there); ``wall_ns`` is the recording's span (``t_ns``).
 - ``peak``: the live bytes at the first event where ``live`` is highest, split by storage (a
-  storage counts once, as ``mem`` counts it) into four parts, each storage in the first that
-  applies: ``recomputed`` (in a frame's ``recomputed[gid]``: made again by a recomputation and not
-  taken yet), ``checkpoint_inputs`` (the inputs a live checkpoint frame keeps, to run its function
-  again), ``saved`` (held by a graph node's saved variable, not released), ``gradients`` (a
-  ``.grad`` that a ``grad_accumulate`` wrote), ``leaves`` (tensors made by the user: parameters,
-  inputs), ``other`` (outputs and anything else a variable keeps). The parts add up to ``live``;
+  storage counts once, as ``mem`` counts it) into parts, each storage in the first that applies:
+  ``leaves`` (a tensor made by the user that requires grad: a parameter, an input; it is alive
+  whatever saves a view of it), ``gradients`` (a ``.grad`` that a ``grad_accumulate`` wrote),
+  ``recomputed`` (in a frame's ``recomputed[gid]``: made again by a recomputation and not taken
+  yet), ``checkpoint_inputs`` (the inputs a live checkpoint frame keeps, to run its function
+  again), ``saved`` (held by a graph node's saved variable, not released), ``other`` (outputs and
+  anything else a variable keeps). The parts add up to ``live``;
   ``tests/trace/test_memory.py`` checks it on every golden trace.
 - ``ledger``: one entry per saved variable (a ``saved`` event) and per holder (a ``pack``):
   when it was saved, its bytes, where, the node and slot, whether it was kept as a tensor or a
@@ -46,6 +47,8 @@ from typing import Any, TypedDict
 from engine.trace.state import Event, gid_key
 
 MEM_PARTS = ("recomputed", "checkpoint_inputs", "saved", "gradients", "leaves", "other")
+# Which part a storage is in when its tensors give several reasons (Note [Memory report]).
+PRIORITY = ("leaves", "gradients", "recomputed", "checkpoint_inputs", "saved", "other")
 
 
 class Metrics(TypedDict):
@@ -213,18 +216,16 @@ class _Replay:
             for (_, slot), t in slots.items():
                 what = f"{slot} of {self.node_names.get(node, '?')} (node {node})"
                 reason.setdefault(t, ("saved", what))
-        rank = {p: i for i, p in enumerate(MEM_PARTS)}
+        rank = {p: i for i, p in enumerate(PRIORITY)}
         items: dict[int, AliveItem] = {}
         for t, e in self.tensors.items():
             storage = e.get("storage", t)
-            default = (
-                ("gradients", "a .grad")
-                if t in self.grads
-                else ("leaves", "made by you")
-                if e.get("is_leaf")
-                else ("other", "")
-            )
-            part, what = reason.get(t, default)
+            if e.get("is_leaf") and e.get("requires_grad"):
+                part, what = "leaves", "a parameter or input you made"
+            elif t in self.grads:
+                part, what = "gradients", "a .grad"
+            else:
+                part, what = reason.get(t, ("other", ""))
             item = items.get(storage)
             if item is None:
                 item = items[storage] = {

@@ -19,6 +19,7 @@ import * as controls from "./views/controls.js";
 import * as frames from "./views/frames.js";
 import * as graph from "./views/graph.js";
 import * as help from "./views/help.js";
+import * as ledger from "./views/ledger.js";
 import * as log from "./views/log.js";
 import * as memory from "./views/memory.js";
 import * as predict from "./views/predict.js";
@@ -63,7 +64,7 @@ const SHORTCUTS = [
 // --- rendering ---------------------------------------------------------------------------------
 
 // Rendered in this order, by name (the name keys `lens.profile`).
-const VIEWS = Object.entries({ controls, caption, predict, chapters, source, frames, graph, log, memory });
+const VIEWS = Object.entries({ controls, caption, predict, chapters, source, frames, graph, log, memory, ledger });
 
 // The story step shown, when the story level is on and the player stands exactly at one.
 function storyStepAt(step) {
@@ -327,7 +328,7 @@ function onKey(e) {
   const field = t && t.tagName === "INPUT" && !["range", "checkbox", "radio"].includes(t.type);
   if (typing || field || (t && t.type === "checkbox" && e.key === " ")) return;
   if (e.altKey || e.ctrlKey || e.metaKey) return;
-  if (help.isOpen() || tourOpen()) return; // the dialogs handle their own keys
+  if (help.isOpen() || tourOpen() || ledger.isOpen()) return; // the dialogs handle their own keys
   if (predict.isAsking()) {
     if (/^[0-9]$/.test(e.key) || e.key === "Escape") {
       predict.pick(e.key === "0" || e.key === "Escape" ? "skip" : e.key);
@@ -441,6 +442,7 @@ async function onDone(summary) {
   }
   renderAll(null);
   await loadStory();
+  await loadMemory();
   if (!player.length && !summary.error) graph.note("This run recorded no events, so there is no graph.");
   else if (!player.length) graph.note("The run failed before recording anything: no graph to draw.");
   else await loadGraph();
@@ -464,6 +466,22 @@ async function loadStory() {
   renderAll(null);
   document.body.dataset.story = "1";
   maybeStartTour(run);
+}
+
+// The memory report of the finished run (GET /api/runs/{id}/memory): the timeline's marks and
+// peak, and the saved-tensor ledger.
+async function loadMemory() {
+  let doc = null;
+  try {
+    doc = await getJSON(config.urls?.memory || `/api/runs/${encodeURIComponent(runId)}/memory`);
+  } catch (err) {
+    ledger.load(null, err.message);
+    return;
+  }
+  memory.load(doc);
+  ledger.load(doc);
+  renderAll(null);
+  document.body.dataset.memory = "1";
 }
 
 // The checkpoint frames the run created, for "next recomputation of …" breakpoints.
@@ -522,7 +540,8 @@ async function start() {
   frames.mount($("#view-frames"));
   graph.mount($("#view-graph"));
   log.mount($("#view-log"), { player, onPick: (s) => act("goto", s) });
-  memory.mount($("#view-memory"), { player, onPick: (s) => act("goto", s) });
+  memory.mount($("#view-memory"), { player, onPick: (s) => act("goto", s), onOpenLedger: () => ledger.open() });
+  ledger.mount(memory.ledgerRoot(), { onPick: (s) => act("goto", s) });
   source.load({ source: run.source, filename: run.filename, error: run.error });
   source.setBreakpoints(bps.lines);
   if (run.error) showError(run.error);

@@ -89,8 +89,11 @@ def test_zoomed_in_the_minimap_shows_where_the_view_is_and_moves_it(
         "[document.querySelector('#view-graph .graph-canvas').scrollLeft, document.querySelector('#view-graph .graph-canvas').scrollTop]"
     )
     assert after[0] > before[0] and after[1] >= before[1]
-    moved = rect(page, "#view-graph .mm-view")
-    assert moved["left"] > frame["left"]
+    # The frame follows the scroll on the next animation frame.
+    page.wait_for_function(
+        "(left) => document.querySelector('#view-graph .mm-view').getBoundingClientRect().left > left",
+        arg=frame["left"],
+    )
     page.click("#view-graph [data-act=fit]")
     assert minimap.is_hidden()
     assert page.evaluate("window.lens.graphView()")["fitted"]
