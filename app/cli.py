@@ -455,16 +455,16 @@ def cmd_memory(args: argparse.Namespace) -> int:
         reports.append(
             (label, memory_report(result.trace["events"], modules=modules), result.extra.get("checkpointed"))
         )
-    print(_memory_text(reports, args.top))
+    print(_memory_text(reports, args.top, args.depth))
     return 0
 
 
-def _memory_text(reports: list[tuple[str, Any, Any]], top: int) -> str:
+def _memory_text(reports: list[tuple[str, Any, Any]], top: int, depth: int = 0) -> str:
     from app.compare import _bytes
 
     lines = []
     names = [label for label, _, _ in reports]
-    head = f"{'':<28}" + "".join(f"{n:>16}" for n in names)
+    head = f"{'':<40}" + "".join(f"{n:>16}" for n in names)
     figures = [
         ("peak live", lambda r: _bytes(r["metrics"]["peak_live"])),
         ("held for the backward", lambda r: _bytes(r["metrics"]["peak_held"])),
@@ -474,7 +474,7 @@ def _memory_text(reports: list[tuple[str, Any, Any]], top: int) -> str:
     ]
     lines.append(head)
     for title, fmt in figures:
-        lines.append(f"{title:<28}" + "".join(f"{fmt(r):>16}" for _, r, _ in reports))
+        lines.append(f"{title:<40}" + "".join(f"{fmt(r):>16}" for _, r, _ in reports))
     for label, _, wrapped in reports:
         if wrapped:
             lines.append(f"{label}: checkpointed {', '.join(wrapped)}")
@@ -486,16 +486,26 @@ def _memory_text(reports: list[tuple[str, Any, Any]], top: int) -> str:
     rows: dict[str, list[Any]] = {}
     for i, (_, report, _) in enumerate(reports):
         for row in report["modules"]:
-            rows.setdefault(row["path"], [None] * len(reports))[i] = row
+            # --depth N adds up the modules under each path of N parts (model.transformer.h.3).
+            path = ".".join(row["path"].split(".")[:depth]) if depth else row["path"]
+            cell = rows.setdefault(path, [None] * len(reports))
+            if cell[i] is None:
+                cell[i] = {"saved": 0, "holders": 0}
+            cell[i]["saved"] += row["saved"]
+            cell[i]["holders"] += row["holders"]
     order = sorted(rows, key=lambda p: -max((r["saved"] + r["holders"]) if r else 0 for r in rows[p]))[:top]
-    lines.append(f"{'':<28}" + "".join(f"  {n:^30}" for n in names))
-    lines.append(f"{'module':<28}" + "".join(f"  {'kept':>14}{'holders':>16}" for _ in names))
-    for path in sorted(order):
+    lines.append(f"{'':<40}" + "".join(f"  {n:^30}" for n in names))
+    lines.append(f"{'module':<40}" + "".join(f"  {'kept':>14}{'holders':>16}" for _ in names))
+
+    def natural(path: str) -> list[tuple[int, Any]]:  # h.2 before h.10
+        return [(0, int(p)) if p.isdigit() else (1, p) for p in path.split(".")]
+
+    for path in sorted(order, key=natural):
         cells = "".join(
             f"  {_bytes(r['saved']) if r else '-':>14}{_bytes(r['holders']) if r else '-':>16}"
             for r in rows[path]
         )
-        lines.append(f"{path[:27]:<28}{cells}")
+        lines.append(f"{path[-39:]:<40}{cells}")
     if len(rows) > top:
         lines.append(f"... and {len(rows) - top} more modules (--top N)")
     return "\n".join(line.rstrip() for line in lines)
@@ -636,6 +646,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="modules to checkpoint in a second run; repeatable",
     )
     p_memory.add_argument("--top", type=int, default=20, help="modules listed (default 20, the largest)")
+    p_memory.add_argument(
+        "--depth",
+        type=int,
+        default=0,
+        help="add up modules by the first N parts of their path (e.g. 3: model.h.3)",
+    )
     p_memory.set_defaults(func=cmd_memory)
 
     p_list = sub.add_parser("scenarios", help="list the bundled scenarios")

@@ -269,10 +269,12 @@ COLUMNS: list[tuple[str, str, Callable[[dict[str, Any]], str]]] = [
 ]
 
 
-# Note [Torch rows' memory]: a torch trace's ``mem`` counts the tensors the recorder sees, and it
-# does not see those torch makes and keeps inside (a saved variable's own copy, a selective
-# checkpoint's cache), so its memory figures are lower bounds; the table puts them in brackets.
-# What the script measures itself (hook bytes, block runs) is exact on both backends.
+# Note [Torch rows' memory]: a torch trace's ``mem`` counts the tensors the recorder sees. Outside
+# checkpoints that is every saved tensor (the engine's figures, for mlp_memory_none); in a
+# checkpointed run it does not see what nodes made under saved-tensor hooks saved (a
+# recomputation's, the checkpoint inputs) nor a selective checkpoint's cache, so its memory
+# figures are lower bounds: the table puts them in brackets. What the script measures itself
+# (hook bytes, block runs) is exact on both backends.
 TORCH_NOTE = "(bracketed: a lower bound; torch's trace does not see the tensors torch keeps inside)"
 
 

@@ -66,6 +66,26 @@ def test_engine_and_torch_traces_agree(info: ScenarioInfo, torch_oracle: ModuleT
     ]
 
 
+def test_without_checkpoints_torch_sees_every_saved_tensor(torch_oracle: ModuleType) -> None:
+    # What the nodes of a composite call (linear: t, addmm) saved is reported for each of them, so
+    # outside checkpoints a torch trace holds what the engine's does (docs/torch_backend.md).
+    from engine.trace.memory import memory_metrics, saved_ledger
+
+    path = SCENARIOS[[s.id for s in SCENARIOS].index("mlp_memory_none")].path
+    ours = run_scenario(path, trusted=True)
+    theirs = run_scenario(path, trusted=True, backend="torch")
+    assert ours.trace is not None and theirs.trace is not None
+
+    def kept(trace: dict[str, Any]) -> list[tuple[Any, ...]]:
+        return sorted((x["slot"], x["bytes"]) for x in saved_ledger(trace["events"]))
+
+    assert kept(theirs.trace) == kept(ours.trace)
+    assert (
+        memory_metrics(theirs.trace["events"])["peak_held"]
+        == memory_metrics(ours.trace["events"])["peak_held"]
+    )
+
+
 def _node_modules(trace: dict[str, Any]) -> Counter[tuple[str, Any]]:
     """(node name, module) of each node made in a module but AccumulateGrad (torch names it its own
     way); the node sets themselves differ a little (docs/torch_backend.md)."""

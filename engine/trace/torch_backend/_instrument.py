@@ -500,6 +500,7 @@ class Instrumentation:
         if not outputs and not any(isinstance(a, self.Tensor) for a in inputs):
             return
         rec = self.rec
+        first = rec._n_nodes  # nodes numbered from here on were made by this call
         for t in outputs:
             rec.register(t)
         if name.endswith("_") and not name.endswith("__") and args and isinstance(args[0], self.Tensor):
@@ -507,8 +508,27 @@ class Instrumentation:
         node = outputs[0].grad_fn if outputs else None
         self.emit("op", name=name, inputs=inputs, outputs=outputs, node=node)
         if node is not None and not rec.hooks:
-            self._report_saved(node, [*outputs, *(a for a in args if isinstance(a, self.Tensor))])
+            seen = [*outputs, *(a for a in args if isinstance(a, self.Tensor))]
+            # A composite call (``linear`` on a 3-d input: view, mm, view) makes several nodes; what
+            # each inner one saved is reported too, the output's node first.
+            for made in self._nodes_made(node, first):
+                self._report_saved(made, seen)
         self._packs_done()
+
+    def _nodes_made(self, node: Any, first: int) -> list[Any]:
+        """``node`` and the nodes behind it numbered ``first`` or later: those one call made."""
+        out, todo, visited = [], [node], set()
+        while todo:
+            n = todo.pop(0)
+            if n is None or id(n) in visited:
+                continue
+            visited.add(id(n))
+            entry = self.rec.node_entry(n)
+            if entry is None or entry.nid < first:
+                continue
+            out.append(n)
+            todo.extend(nxt for nxt, _ in n.next_functions)
+        return out
 
     def _report_saved(self, node: Any, seen: list[Any]) -> None:
         """A node made outside checkpoint hooks: what it saved (once per node). A saved output
