@@ -538,6 +538,7 @@ class ModuleRow(TypedDict):
     holders: int  # bytes a checkpoint's holders stood in for: not held until recomputed
     recomputed: int  # bytes the recomputations made again for it
     entries: int
+    first: int  # the seq of its first save, where the viewer goes to show it
 
 
 def module_breakdown(
@@ -564,6 +565,7 @@ def module_breakdown(
                 "holders": 0,
                 "recomputed": 0,
                 "entries": 0,
+                "first": x["seq"],
             }
         row["entries"] += 1
         if x["kept"] == "tensor":
