@@ -30,7 +30,10 @@ Every figure comes from the events' own fields; nothing is estimated.
 - ``ledger``: one entry per saved variable (a ``saved`` event) and per holder (a ``pack``):
   when it was saved, its bytes, where, the node and slot, whether it was kept as a tensor or a
   checkpoint's holder stood in for it, and what happened next (unpacks, the recomputation that
-  refilled it, the take, the release or the holder's GC).
+  refilled it, the take, the release or the holder's GC), and the ``policy`` that decided:
+  ``saved`` (kept as a tensor), ``recomputed by checkpoint``, or ``cached by SAC`` (a selective
+  checkpoint's cache refilled it with the tensor the forward made: the recomputation's op was not
+  run again, its output handed back).
 - ``diagnosis``: when checkpointing bought little, the reasons the trace shows (Note [Why
   checkpointing saved little]).
 - ``modules``: per ``nn.Module`` (Note [Module paths]), the bytes its nodes saved, how much of it
@@ -293,6 +296,7 @@ class LedgerEntry(TypedDict):
     taken: list[int]
     end: int | None  # saved_release / node_free (a tensor), holder_gc (a holder)
     fate: str
+    policy: str  # "saved", "recomputed by checkpoint", "cached by SAC" (Note [Memory report])
     module: int | None  # the module whose forward made its node (Note [Module paths])
 
 
@@ -307,10 +311,16 @@ def saved_ledger(events: Sequence[Event]) -> list[LedgerEntry]:
     by_frame_index: dict[tuple[Any, Any], LedgerEntry] = {}
     recomputing: list[int] = []  # recompute_start seqs, innermost last
     node_modules: dict[Any, int | None] = {}
+    next_tensor = 0  # tensor ids count up: one below a recomputation's first existed before it
+    fresh_from: list[int] = []
+    cached: set[str] = set()  # entries a selective checkpoint's cache refilled
+    sac_outputs: set[int] = set()  # outputs a recomputation's ops handed back without running
+    origin: dict[int, int] = {}  # a recomputation's detached copy -> the tensor it copies
     for e in events:
         kind, seq = e["kind"], e["seq"]
         if kind == "tensor_new":
             tensor_bytes[e["tensor"]] = e.get("nbytes", 0) or 0
+            next_tensor = max(next_tensor, e["tensor"] + 1)
         elif kind == "node_new":
             node_names[e["node"]] = e.get("name", "?")
             node_modules[e["node"]] = e.get("module")
@@ -347,6 +357,7 @@ def saved_ledger(events: Sequence[Event]) -> list[LedgerEntry]:
                 "taken": [],
                 "end": None,
                 "fate": "",
+                "policy": "",
                 "module": node_modules.get(e.get("node")),
             }
             entries.append(entry)
@@ -361,15 +372,28 @@ def saved_ledger(events: Sequence[Event]) -> list[LedgerEntry]:
                 held["unpacks"].append(seq)
         elif kind == "recompute_start":
             recomputing.append(seq)
+            fresh_from.append(next_tensor)
         elif kind == "recompute_end":
             if recomputing:
                 recomputing.pop()
+                fresh_from.pop()
         elif kind == "rpack" and e.get("outcome") == "keep":
             held = by_frame_index.get((e.get("frame"), e.get("index")))
             if held is not None:
                 held["refilled"].append(seq)
                 if recomputing and recomputing[-1] not in held["recomputed_by"]:
                     held["recomputed_by"].append(recomputing[-1])
+                t = e.get("tensor")
+                if isinstance(t, int) and origin.get(t, t) in sac_outputs:
+                    cached.add(held["id"])
+        elif kind == "op" and e.get("phase") == "recompute" and fresh_from:
+            outputs = [t for t in e.get("outputs") or [] if isinstance(t, int)]
+            inputs = [t for t in e.get("inputs") or [] if isinstance(t, int)]
+            if e.get("name") == "detach" and len(inputs) == 1:
+                for t in outputs:
+                    origin[t] = origin.get(inputs[0], inputs[0])
+            elif outputs and all(t < fresh_from[-1] for t in outputs):
+                sac_outputs.update(outputs)  # handed back, not run: as memory_metrics' sac_cached_ops
         elif kind == "recomputed_take":
             held = by_holder.get(e.get("holder"))
             if held is not None:
@@ -384,6 +408,13 @@ def saved_ledger(events: Sequence[Event]) -> list[LedgerEntry]:
                     saved["end"] = seq
     for entry in entries:
         entry["fate"] = _fate(entry)
+        entry["policy"] = (
+            "saved"
+            if entry["kept"] == "tensor"
+            else "cached by SAC"
+            if entry["id"] in cached
+            else "recomputed by checkpoint"
+        )
     return entries
 
 

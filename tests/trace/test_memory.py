@@ -132,6 +132,20 @@ def test_a_selective_checkpoint_s_cached_ops_are_not_work_done_again() -> None:
     assert memory_metrics(events_of("selective_checkpoint"))["sac_cached_ops"] == 2
 
 
+def test_the_policy_that_decided_each_save() -> None:
+    policies = {x["policy"] for x in saved_ledger(events_of("mlp_memory_per_block"))}
+    assert policies == {"saved", "recomputed by checkpoint"}
+    # selective_checkpoint keeps both matrix products' outputs (MUST_SAVE); tanh runs again.
+    sac = saved_ledger(events_of("selective_checkpoint"))
+    by_policy = {
+        p: sorted(x["node_name"] for x in sac if x["policy"] == p)
+        for p in ("cached by SAC", "recomputed by checkpoint")
+    }
+    # The output of the second matrix product, which sin saved, comes back from the cache.
+    assert by_policy["cached by SAC"] == ["SinBackward0"]
+    assert "TanhBackward0" in by_policy["recomputed by checkpoint"]
+
+
 def test_the_report_is_json_and_its_marks_are_the_events() -> None:
     events = events_of("nested_checkpoint")
     report = memory_report(events)
