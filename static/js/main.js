@@ -22,6 +22,7 @@ import * as help from "./views/help.js";
 import * as ledger from "./views/ledger.js";
 import * as log from "./views/log.js";
 import * as memory from "./views/memory.js";
+import * as modules from "./views/modules.js";
 import * as predict from "./views/predict.js";
 import * as source from "./views/source.js";
 
@@ -64,7 +65,7 @@ const SHORTCUTS = [
 // --- rendering ---------------------------------------------------------------------------------
 
 // Rendered in this order, by name (the name keys `lens.profile`).
-const VIEWS = Object.entries({ controls, caption, predict, chapters, source, frames, graph, log, memory, ledger });
+const VIEWS = Object.entries({ controls, caption, predict, chapters, source, frames, graph, log, memory, ledger, modules });
 
 // The story step shown, when the story level is on and the player stands exactly at one.
 function storyStepAt(step) {
@@ -328,7 +329,7 @@ function onKey(e) {
   const field = t && t.tagName === "INPUT" && !["range", "checkbox", "radio"].includes(t.type);
   if (typing || field || (t && t.type === "checkbox" && e.key === " ")) return;
   if (e.altKey || e.ctrlKey || e.metaKey) return;
-  if (help.isOpen() || tourOpen() || ledger.isOpen()) return; // the dialogs handle their own keys
+  if (help.isOpen() || tourOpen() || ledger.isOpen() || modules.isOpen()) return; // the dialogs handle their own keys
   if (predict.isAsking()) {
     if (/^[0-9]$/.test(e.key) || e.key === "Escape") {
       predict.pick(e.key === "0" || e.key === "Escape" ? "skip" : e.key);
@@ -476,10 +477,12 @@ async function loadMemory() {
     doc = await getJSON(config.urls?.memory || `/api/runs/${encodeURIComponent(runId)}/memory`);
   } catch (err) {
     ledger.load(null, err.message);
+    modules.load(null, err.message);
     return;
   }
   memory.load(doc);
   ledger.load(doc);
+  modules.load(doc);
   renderAll(null);
   document.body.dataset.memory = "1";
 }
@@ -540,8 +543,10 @@ async function start() {
   frames.mount($("#view-frames"));
   graph.mount($("#view-graph"));
   log.mount($("#view-log"), { player, onPick: (s) => act("goto", s) });
-  memory.mount($("#view-memory"), { player, onPick: (s) => act("goto", s), onOpenLedger: () => ledger.open() });
+  const openLarger = (tab) => (tab === "modules" ? modules.open() : ledger.open());
+  memory.mount($("#view-memory"), { player, onPick: (s) => act("goto", s), onOpenLedger: openLarger });
   ledger.mount(memory.ledgerRoot(), { onPick: (s) => act("goto", s) });
+  modules.mount(memory.modulesRoot(), { onPick: (s) => act("goto", s) });
   source.load({ source: run.source, filename: run.filename, error: run.error });
   source.setBreakpoints(bps.lines);
   if (run.error) showError(run.error);

@@ -172,6 +172,12 @@ function rowHTML(entry, i) {
     : `<span class="lg-bytes" title="bytes held until it is released">${bytes(entry.bytes)}</span>`;
   const where = entry.line !== null && entry.line !== undefined ? `line ${entry.line}` : "no line";
   const during = entry.phase === "recompute" ? " · saved by a recomputation" : "";
+  // What decided (engine/trace/memory.py): only a selective checkpoint's cache is worth a word
+  // beyond the chip, since "saved" and "recomputed" are what tensor and holder already say.
+  const policy =
+    entry.policy === "cached by SAC"
+      ? ' · <span class="lg-policy" title="a selective checkpoint policy kept this op\'s output: the recomputation handed it back instead of running the op">cached by SAC</span>'
+      : "";
   const marks = [
     marker(holder ? "pack" : "saved", "g-down", "on", entry.seq, holder ? "packed into a holder" : "saved"),
     ...MARKERS.flatMap((m) => entry[m.field].map((seq) => marker(m.kind, m.glyph, m.lane, seq, m.label))),
@@ -183,7 +189,7 @@ function rowHTML(entry, i) {
     <div class="lg-row lg-entry ${holder ? "holder" : "tensor"}" role="row" data-i="${i}" data-id="${esc(entry.id)}" data-seq="${entry.seq}">
       <span class="lg-what" role="cell">
         <span class="lg-line1">${chip}${size} ${name}</span>
-        <span class="lg-line2">${where}${kept}${during} · <span class="lg-fate">${esc(entry.fate)}</span></span>
+        <span class="lg-line2">${where}${kept}${during}${policy} · <span class="lg-fate">${esc(entry.fate)}</span></span>
       </span>
       <span class="lg-track" role="cell">
         <span class="lg-bar${ended ? "" : " open"}" style="left:${start.toFixed(3)}%;width:${Math.max(0.4, stop - start).toFixed(3)}%"

@@ -4,8 +4,8 @@
 // finished, the server's memory report (GET /api/runs/{id}/memory, Note [Memory report] in
 // engine/trace/memory.py) adds the marks under the plot (pack, unpack, recomputation, early stop,
 // holder GC, each a shape of its own) and the peak, whose card lists what was alive then and why.
-// The panel's other tab is the saved-tensor ledger (views/ledger.js), mounted by main.js in
-// `ledgerRoot()`.
+// The panel's other tabs are the saved-tensor ledger (views/ledger.js) and the memory by module
+// (views/modules.js), mounted by main.js in `ledgerRoot()` and `modulesRoot()`.
 //
 // The chart and the marks are drawn when events arrive, the report loads or the size changes; a
 // step only moves the cursor and the numbers, so it costs nothing on long runs. A click or a drag
@@ -66,6 +66,8 @@ let legend = null;
 let peakButton = null;
 let card = null;
 let ledgerPane = null;
+let modulesPane = null; // the "Modules" tab (views/modules.js)
+let shownTab = "timeline";
 let timelinePane = null;
 let player = null;
 let onPick = null;
@@ -86,9 +88,10 @@ export function mount(el, options) {
       <div class="mem-tabs" role="tablist" aria-labelledby="mem-title">
         <button type="button" role="tab" id="mem-tab-timeline" aria-controls="mem-pane-timeline" aria-selected="true" data-tab="timeline">Timeline</button>
         <button type="button" role="tab" id="mem-tab-ledger" aria-controls="mem-pane-ledger" aria-selected="false" tabindex="-1" data-tab="ledger">Saved tensors</button>
+        <button type="button" role="tab" id="mem-tab-modules" aria-controls="mem-pane-modules" aria-selected="false" tabindex="-1" data-tab="modules">Modules</button>
       </div>
       <button type="button" class="mem-open-ledger" title="Open the saved-tensor ledger in a larger window (Esc closes it)"
-        aria-label="Open the saved-tensor ledger in a larger window">⤢ Open larger</button>
+        aria-label="Open the saved-tensor ledger in a larger window">⤢<span class="mem-larger-text"> Open larger</span></button>
     </div>
     <div class="mem-pane mem-timeline" id="mem-pane-timeline" role="tabpanel" aria-labelledby="mem-tab-timeline">
       <div class="mem-readout" aria-live="off"></div>
@@ -99,7 +102,8 @@ export function mount(el, options) {
       </div>
       <div class="mem-legend"></div>
     </div>
-    <div class="mem-pane mem-ledger-pane" id="mem-pane-ledger" role="tabpanel" aria-labelledby="mem-tab-ledger" hidden></div>`;
+    <div class="mem-pane mem-ledger-pane" id="mem-pane-ledger" role="tabpanel" aria-labelledby="mem-tab-ledger" hidden></div>
+    <div class="mem-pane mem-modules-pane" id="mem-pane-modules" role="tabpanel" aria-labelledby="mem-tab-modules" hidden></div>`;
   plot = root.querySelector(".mem-plot");
   canvas = plot.querySelector("canvas");
   marksEl = plot.querySelector(".mem-marks");
@@ -109,11 +113,12 @@ export function mount(el, options) {
   peakButton = root.querySelector(".mem-peak");
   timelinePane = root.querySelector(".mem-timeline");
   ledgerPane = root.querySelector(".mem-ledger-pane");
+  modulesPane = root.querySelector(".mem-modules-pane");
   renderLegend();
   new ResizeObserver(() => grow()).observe(plot);
 
   for (const tab of root.querySelectorAll("[role=tab]")) tab.addEventListener("click", () => showTab(tab.dataset.tab));
-  root.querySelector(".mem-open-ledger").addEventListener("click", () => onOpenLedger && onOpenLedger());
+  root.querySelector(".mem-open-ledger").addEventListener("click", () => onOpenLedger && onOpenLedger(shownTab));
   mountScrub();
   mountPeak();
 }
@@ -123,6 +128,11 @@ export function ledgerRoot() {
   return ledgerPane;
 }
 
+// The element the modules view is mounted in (the "Modules" tab).
+export function modulesRoot() {
+  return modulesPane;
+}
+
 export function showTab(name) {
   for (const tab of root.querySelectorAll("[role=tab]")) {
     const on = tab.dataset.tab === name;
@@ -130,8 +140,15 @@ export function showTab(name) {
     tab.tabIndex = on ? 0 : -1;
     tab.classList.toggle("on", on);
   }
+  shownTab = name;
   timelinePane.hidden = name !== "timeline";
   ledgerPane.hidden = name !== "ledger";
+  modulesPane.hidden = name !== "modules";
+  // "Open larger" opens the modules from their tab, the ledger otherwise.
+  const larger = root.querySelector(".mem-open-ledger");
+  const what = name === "modules" ? "the memory by module" : "the saved-tensor ledger";
+  larger.title = `Open ${what} in a larger window (Esc closes it)`;
+  larger.setAttribute("aria-label", `Open ${what} in a larger window`);
   if (name === "timeline") grow();
   else hideCard();
 }
