@@ -1,7 +1,7 @@
 # The two commands of the README: `make run` and `make test`. Both set up what they need first.
 PY := .venv/bin/python
 
-.PHONY: setup run test check format demo
+.PHONY: setup run test check format demo conformance
 
 # The engine alone, no server: trains a tiny MLP and prints its backward graph.
 demo: setup
@@ -22,6 +22,12 @@ test:
 	$(PY) -m pytest -q -n 2 -p no:cacheprovider || status=$$?; \
 	$(MAKE) --no-print-directory check || status=1; \
 	exit $$status
+
+# PyTorch's own autograd and checkpoint tests, run on torch and on the engine (a few minutes; not
+# part of `make test`): prints "N/M PyTorch tests pass on the engine", writes tests/conformance/report.md.
+conformance:
+	bash scripts/setup.sh --oracle
+	$(PY) scripts/conformance.py --budget 600
 
 check:
 	$(PY) -m ruff check engine app tests scripts

@@ -77,7 +77,9 @@ cdouble = complex128
 
 _install_ops(globals())
 
-from engine import nn, optim, utils  # noqa: E402
+from engine import amp, backends, cuda, nn, optim, utils  # noqa: E402
+from engine._warnings import is_warn_always_enabled, set_warn_always  # noqa: E402
+from engine.amp.autocast_mode import autocast, is_autocast_enabled  # noqa: E402
 
 
 def is_tensor(obj: Any) -> builtins_bool:

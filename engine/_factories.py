@@ -63,7 +63,7 @@ def tensor(data: Any, dtype: dtype | None = None, device: Any = None, requires_g
         warnings.warn(
             "To copy construct from a tensor, it is recommended to use sourceTensor.detach()."
             "clone() or sourceTensor.detach().clone().requires_grad_(True), rather than "
-            "engine.tensor(sourceTensor).",
+            "torch.tensor(sourceTensor).",
             UserWarning,
             stacklevel=2,
         )
@@ -307,3 +307,74 @@ def new_tensor(
     self: Tensor, data: Any, dtype: dtype | None = None, device: Any = None, requires_grad: bool = False
 ) -> Tensor:
     return tensor(data, dtype=dtype or self.dtype, requires_grad=requires_grad)
+
+
+_NEW_OVERLOADS = (
+    "(*, torch.device device = None)",
+    "(torch.Storage storage)",
+    "(Tensor other)",
+    "(tuple of ints size, *, torch.device device = None)",
+    "(object data, *, torch.device device = None)",
+)
+
+
+def _new_type_name(v: Any) -> str:
+    if isinstance(v, Tensor):
+        return "Tensor"
+    if isinstance(v, dtype):
+        return "torch.dtype"
+    return type(v).__name__
+
+
+def new(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """The legacy constructor ``x.new(...)``, with ``x``'s dtype: ``x.new()`` is empty,
+    ``x.new(2, 3)`` or ``x.new(engine.Size([2, 3]))`` uninitialised (zeros here) of that size,
+    ``x.new([1, 2])`` a copy of the data, ``x.new(other)`` an alias of a tensor of the same dtype."""
+    bad = [k for k in kwargs if k != "device"]
+    if bad:
+        got = ", ".join(
+            [_new_type_name(a) for a in args] + [f"{k}={_new_type_name(v)}" for k, v in kwargs.items()]
+        )
+        note = f"\n      didn't match because some of the keywords were incorrect: {', '.join(bad)}"
+        marked = (0,) if len(args) <= 1 else (3, 4)
+        lines = "".join(f" * {o}{note if i in marked else ''}\n" for i, o in enumerate(_NEW_OVERLOADS))
+        raise TypeError(
+            f"new() received an invalid combination of arguments - got ({got}), but expected one of:\n{lines}"
+        )
+    if not args:
+        return empty(0, dtype=self.dtype)
+    first = args[0]
+    if isinstance(first, Tensor) and len(args) == 1:
+        if first.dtype is not self.dtype:
+            raise TypeError(
+                f"expected TensorOptions(dtype={_cpp_name(self.dtype)}, device=cpu, layout=Strided, "
+                "requires_grad=false (default), pinned_memory=false (default), memory_format=(nullopt)) "
+                f"(got TensorOptions(dtype={_cpp_name(first.dtype)}, device=cpu, layout=Strided, "
+                "requires_grad=false (default), pinned_memory=false (default), memory_format=(nullopt)))"
+            )
+        from engine.ops.shape import alias
+
+        return alias(first)  # type: ignore[no-any-return]
+    from engine._tensor import Size
+
+    if isinstance(first, Size) or (isinstance(first, int) and not isinstance(first, bool)):
+        size = tuple(first) if isinstance(first, Size) else args
+        for pos, s in enumerate(size):
+            if not isinstance(s, int) or isinstance(s, bool):
+                raise TypeError(
+                    f"new(): argument 'size' failed to unpack the object at pos {pos + 1} with error "
+                    f'"type must be tuple of ints,but got {type(s).__name__}"'
+                )
+        for s in size:
+            if s < 0:
+                raise RuntimeError(f"Trying to create tensor with negative dimension {s}: {list(size)}")
+        return empty(*size, dtype=self.dtype)
+    if len(args) == 1 and isinstance(first, (list, tuple, np.ndarray)):
+        return tensor(first, dtype=self.dtype)
+    raise TypeError(f"new(): data must be a sequence (got {type(first).__name__})")
+
+
+def _cpp_name(d: dtype) -> str:
+    from engine._tensor import _CPP_TYPE_NAMES
+
+    return _CPP_TYPE_NAMES[d.name]

@@ -17,6 +17,7 @@ import numpy as np
 
 from engine import _dtype
 from engine._C import _tls
+from engine._device import device
 from engine._dtype import dtype
 from engine.trace import emit
 
@@ -37,30 +38,6 @@ class Size(tuple[int, ...]):
         for s in self:
             n *= s
         return n
-
-
-class device:  # noqa: N801 - PyTorch's name
-    """Only the CPU exists here."""
-
-    __slots__ = ("index", "type")
-
-    def __init__(self, type: str = "cpu", index: int | None = None) -> None:  # noqa: A002
-        if type != "cpu":
-            raise RuntimeError(f"engine runs on the CPU only, got device '{type}'")
-        self.type = type
-        self.index = index
-
-    def __repr__(self) -> str:
-        return "device(type='cpu')"
-
-    def __str__(self) -> str:
-        return "cpu"
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, device) or other == "cpu"
-
-    def __hash__(self) -> int:
-        return hash("cpu")
 
 
 _CPU = device()
@@ -255,12 +232,17 @@ class Tensor:
     def tolist(self) -> Any:
         return self._data.tolist()
 
-    def numpy(self, *, force: bool = False) -> np.ndarray:
-        if self.requires_grad and not force:
+    def numpy(self, *args: Any, force: bool = False) -> np.ndarray:
+        if args:
+            were = "was" if len(args) == 1 else "were"
+            raise TypeError(f"numpy() takes 0 positional arguments but {len(args)} {were} given")
+        # torch 2.8 refuses only while grad mode is on: under no_grad / inference_mode it works.
+        if self.requires_grad and not force and _tls.grad_enabled:
             raise RuntimeError(
                 "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead."
             )
-        return self._data
+        # A new ndarray object each call, sharing the tensor's memory (as torch's numpy() does).
+        return self._data.view()
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         return self._data if dtype is None else self._data.astype(dtype)
@@ -429,6 +411,11 @@ class Tensor:
                 )
         self._grad = value
 
+    @grad.deleter
+    def grad(self) -> None:
+        # ``del x.grad``: PyTorch allows it, and it leaves ``x.grad`` None.
+        self._grad = None
+
     @property
     def _base(self) -> Tensor | None:
         return self._view.base if self._view is not None else None
@@ -453,6 +440,17 @@ class Tensor:
 
     @data.setter
     def data(self, new: Tensor) -> None:
+        # PyTorch's VariableHooks::set_data: any shape is accepted, any dtype unless this tensor
+        # requires grad; a new dtype drops the leaf's AccumulateGrad (graphs built before keep
+        # theirs), so that the next graph accumulates into .grad with the new dtype.
+        if not isinstance(new, Tensor):
+            raise TypeError(f"Variable data has to be a tensor, but got {_tp_name(new)}")
+        if self.requires_grad and not (new._dtype.is_floating_point or new._dtype.is_complex):
+            raise RuntimeError(
+                "data set to a tensor that requires gradients must be floating point or complex dtype"
+            )
+        if new._dtype is not self._dtype:
+            self._grad_accumulator = None
         self._data = new._data
         self._dtype = new._dtype
 
@@ -545,6 +543,15 @@ def _wrap_dim(dim: int, ndim: int) -> int:
             f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})"
         )
     return dim % n
+
+
+def _tp_name(obj: object) -> str:
+    """CPython's ``Py_TYPE(obj)->tp_name``, which C-level messages print: the bare name of a class
+    defined in Python, the dotted name of a C type ("numpy.ndarray"; "list" for builtins)."""
+    cls = type(obj)
+    if cls.__flags__ & (1 << 9) or cls.__module__ == "builtins":  # Py_TPFLAGS_HEAPTYPE
+        return cls.__name__
+    return f"{cls.__module__}.{cls.__name__}"
 
 
 def _typename(obj: object) -> str:

@@ -13,6 +13,7 @@ from typing import Any
 
 from engine import _dtype
 from engine._C import _tls
+from engine._device import NO_CUDA_MESSAGE, check_device, device
 from engine._dtype import dtype
 from engine._tensor import Tensor
 
@@ -83,19 +84,36 @@ def _register_post_accumulate_grad_hook(self: Tensor, hook: Callable[[Tensor], N
 
 
 def _to(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
-    """``x.to(dtype)`` (devices other than the CPU do not exist here)."""
+    """``x.to(dtype)``, ``x.to(device)``, ``x.to(device, dtype)``, ``x.to(other)``: the only device
+    is the CPU; naming another raises PyTorch's error for a machine without it."""
     target = kwargs.get("dtype")
+    if kwargs.get("device") is not None:
+        check_device(kwargs["device"])
     for a in args:
         if isinstance(a, dtype):
             target = a
         elif isinstance(a, Tensor):
             target = a.dtype
-    copy = kwargs.get("copy", False)
+        elif isinstance(a, (str, device)) or (isinstance(a, int) and not isinstance(a, bool)):
+            check_device(a)
+    flags = [a for a in args if isinstance(a, bool)]  # positional non_blocking, copy
+    copy = kwargs.get("copy", False) or (len(flags) > 1 and flags[1])
+    if target is None and copy:
+        target = self._dtype
     if target is None or (target is self._dtype and not copy):
         return self
     from engine.ops.copies import _to_copy
 
     return _to_copy(self, target)  # type: ignore[no-any-return]
+
+
+def _cuda(self: Tensor, device: Any = None, non_blocking: bool = False, **kwargs: Any) -> Tensor:
+    """``x.cuda()``: there is no CUDA here; PyTorch's error for a machine without it."""
+    raise RuntimeError(NO_CUDA_MESSAGE)
+
+
+def _cpu(self: Tensor, memory_format: Any = None) -> Tensor:
+    return self
 
 
 def _type_as(self: Tensor, other: Tensor) -> Tensor:
@@ -113,4 +131,5 @@ Tensor.double = lambda self: _to(self, _dtype.float64)  # type: ignore[attr-defi
 Tensor.long = lambda self: _to(self, _dtype.int64)  # type: ignore[attr-defined]
 Tensor.int = lambda self: _to(self, _dtype.int32)  # type: ignore[attr-defined]
 Tensor.bool = lambda self: _to(self, _dtype.bool_)  # type: ignore[attr-defined]
-Tensor.cpu = lambda self: self  # type: ignore[attr-defined]
+Tensor.cpu = _cpu  # type: ignore[attr-defined]
+Tensor.cuda = _cuda  # type: ignore[attr-defined]

@@ -12,6 +12,7 @@ from typing import Any
 
 from engine._tensor import Size, Tensor
 from engine.autograd import functional, graph
+from engine.autograd._multithreading import set_multithreading_enabled
 from engine.autograd.anomaly_mode import detect_anomaly, set_detect_anomaly
 from engine.autograd.engine import Engine, get_default_engine
 from engine.autograd.function import Function, FunctionCtx, once_differentiable
@@ -41,13 +42,54 @@ __all__ = [
     "once_differentiable",
     "set_detect_anomaly",
     "set_grad_enabled",
+    "set_multithreading_enabled",
 ]
 
 
-class Variable:
-    """Kept for ``Variable._execution_engine.queue_callback(...)``, as in PyTorch."""
+class _VariableMeta(type):
+    def __instancecheck__(cls, other: Any) -> bool:
+        return isinstance(other, Tensor)
+
+
+class Variable(metaclass=_VariableMeta):
+    """The legacy ``Variable``: since PyTorch 0.4 every tensor is one (``isinstance(t, Variable)``
+    is True for any tensor). ``Variable(t, requires_grad=True)`` returns a new leaf tensor sharing
+    ``t``'s data, as PyTorch's does. ``Variable._execution_engine`` is the backward engine, for
+    ``queue_callback``."""
 
     _execution_engine: Engine = get_default_engine()
+
+    def __new__(  # type: ignore[misc]
+        cls,
+        data: Any = None,
+        requires_grad: bool = False,
+        volatile: bool = False,
+        _grad_fn: Any = None,
+        name: str | None = None,
+    ) -> Tensor:
+        if data is None:
+            from engine import empty
+
+            var = empty(0)
+        elif isinstance(data, Tensor):
+            var = data.detach()
+        else:
+            raise TypeError(f"Variable data has to be a tensor, but got {type(data).__name__}")
+        if volatile:
+            warnings.warn(
+                "volatile was removed and now has no effect. Use `with torch.no_grad():` instead.",
+                stacklevel=2,
+            )
+        if _grad_fn is not None:
+            raise RuntimeError(
+                "_grad_fn argument to legacy Variable constructor is no longer supported.  Instead, "
+                "please invoke your _grad_fn to produce a variable with it as the _grad_fn."
+            )
+        if requires_grad and not (var.dtype.is_floating_point or var.dtype.is_complex):
+            # The C++ set_requires_grad's message, not Tensor.requires_grad_'s.
+            raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
+        var.requires_grad_(requires_grad)
+        return var
 
 
 def _tensor_or_tensors_to_tuple(tensors: Any, length: int) -> tuple[Any, ...]:
@@ -247,7 +289,7 @@ def grad(
     if not only_inputs:
         warnings.warn(
             "only_inputs argument is deprecated and is ignored now (defaults to True). To accumulate "
-            "gradient for other parts of the graph, please use engine.autograd.backward.",
+            "gradient for other parts of the graph, please use torch.autograd.backward.",
             FutureWarning,
             stacklevel=2,
         )

@@ -8,6 +8,8 @@ is a new GraphTask with a higher re-entrant depth that shares this thread's read
 from __future__ import annotations
 
 import itertools
+import sys
+import threading
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -200,12 +202,97 @@ class Engine:
         queue.push(task, graph_root, root_buffer)
         _tls.reentrant_depth = depth
         try:
-            thread_main(task, queue)
+            if outer is None:
+                thread_main(task, queue)
+            elif _reentrant.current_depth >= MAX_DEPTH or _stack_nearly_full():
+                # See Note [Deep re-entrant backward].
+                _thread_main_on_new_thread(task, queue)
+            else:
+                _reentrant.current_depth += 1
+                try:
+                    thread_main(task, queue)
+                finally:
+                    _reentrant.current_depth -= 1
         finally:
             _tls.reentrant_depth = 0 if outer is None else outer.reentrant_depth
             if emit.enabled:
                 emit.emit("backward_end", task=task)
         return task.captured_vars
+
+
+# Note [Deep re-entrant backward]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A backward started from inside a backward (a custom Function's backward calling backward(), a
+# hook, reentrant checkpoint) runs nested on the calling thread: each level costs about ten Python
+# frames, so a few thousand levels would hit Python's recursion limit. PyTorch bounds the nesting
+# per thread the same way for its C++ stack (engine.cpp: ``MAX_DEPTH = 60``, ``current_depth``):
+# the 61st nested backward on a thread is handed to another thread, and the calling thread blocks
+# until it is done; that thread nests up to MAX_DEPTH again, and so on (3000 levels: 50 threads,
+# in torch 2.8 as here). The graph task still shares the caller's ready queue and has the same
+# re-entrant depth, so nodes run in exactly the same order; only the thread differs. The new
+# thread starts with a copy of the caller's thread-local state (grad mode, saved-tensor hooks,
+# dispatch modes, the sequence_nr counter, which is copied back when it ends), as PyTorch's
+# GraphTask carries its ThreadLocalState; an exception is re-raised on the calling thread.
+# Python frames are not C++ frames: the switch also happens, before MAX_DEPTH, when this thread's
+# Python stack is within _STACK_MARGIN frames of the recursion limit. Shallow nesting (< 60
+# levels, every case of the trace tests) never leaves the thread. The trace recorder only records
+# its own thread: events of a backward nested beyond MAX_DEPTH are not recorded.
+MAX_DEPTH = 60
+_STACK_MARGIN = 250
+# Threads running a deep re-entrant backward get a large C stack: every Python call made through
+# C (a node's __call__, a property, a context manager) also uses the C stack.
+_REENTRANT_THREAD_STACK_SIZE = 256 * 1024 * 1024
+_stack_size_lock = threading.Lock()
+
+
+class _ReentrantState(threading.local):
+    def __init__(self) -> None:
+        # PyTorch's thread-local ``current_depth``: nested backward calls running on this thread.
+        self.current_depth = 0
+
+
+_reentrant = _ReentrantState()
+
+
+def _stack_nearly_full() -> bool:
+    limit = sys.getrecursionlimit() - _STACK_MARGIN
+    frame = sys._getframe()
+    n = 0
+    while frame is not None:
+        n += 1
+        if n > limit:
+            return True
+        frame = frame.f_back  # type: ignore[assignment]
+    return False
+
+
+def _thread_main_on_new_thread(task: GraphTask, queue: ReadyQueue) -> None:
+    """Run ``task`` on a new thread and wait for it (PyTorch's ``add_thread_pool_task``)."""
+    state = {k: list(v) if isinstance(v, list) else v for k, v in vars(_tls).items()}
+    error: list[BaseException] = []
+    after: dict[str, int] = {}
+
+    def run() -> None:
+        for k, v in state.items():
+            setattr(_tls, k, v)
+        try:
+            thread_main(task, queue)
+        except BaseException as e:  # noqa: BLE001 - re-raised on the calling thread
+            error.append(e)
+        finally:
+            after["sequence_nr"] = _tls.sequence_nr
+
+    with _stack_size_lock:
+        previous = threading.stack_size(_REENTRANT_THREAD_STACK_SIZE)
+        try:
+            worker = threading.Thread(target=run, name="engine-reentrant-backward", daemon=True)
+            worker.start()
+        finally:
+            threading.stack_size(previous)
+    worker.join()
+    _tls.sequence_nr = after.get("sequence_nr", _tls.sequence_nr)
+    if error:
+        raise error[0]
 
 
 def compute_dependencies(task: GraphTask, root: Node) -> None:

@@ -32,7 +32,7 @@ class FunctionCtx:
     """What ``forward`` / ``setup_context`` / ``backward`` see as ``ctx``."""
 
     to_save: tuple[Tensor | None, ...] | None
-    saved_variables: list[SavedVariable]
+    _saved_variables: list[SavedVariable]
     needs_input_grad: tuple[bool, ...]
     materialize_grads: bool
     dirty_tensors: tuple[Tensor, ...]
@@ -70,9 +70,15 @@ class FunctionCtx:
         if self._freed:
             raise RuntimeError(ERR_BACKWARD_TWICE)
         node = self if isinstance(self, Node) else None
-        return tuple(sv.unpack(node) for sv in self.saved_variables)
+        return tuple(sv.unpack(node) for sv in self._saved_variables)
 
-    saved_variables_property = saved_tensors
+    @property
+    def saved_variables(self) -> tuple[Tensor | None, ...]:
+        # PyTorch's deprecated alias of saved_tensors (THPFunction_saved_variables).
+        warnings.warn(
+            "'saved_variables' is deprecated; use 'saved_tensors'", DeprecationWarning, stacklevel=2
+        )
+        return self.saved_tensors
 
 
 class BackwardCFunction(Node, FunctionCtx):
@@ -83,7 +89,7 @@ class BackwardCFunction(Node, FunctionCtx):
     def __init__(self) -> None:
         Node.__init__(self)
         self.to_save = None
-        self.saved_variables = []
+        self._saved_variables = []
         self.needs_input_grad = ()
         self.materialize_grads = True
         self._materialize_non_diff_grads = True
@@ -108,7 +114,7 @@ class BackwardCFunction(Node, FunctionCtx):
         user_fn = vjp_fn if vjp_fn is not Function.vjp else backward_fn
         return user_fn(self, *args)
 
-    def __call__(self, *args: Any) -> Any:
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
         raise TypeError(f"'{type(self).__name__}' object is not callable")
 
     def _apply(self, grads: list[Tensor | None]) -> list[Tensor | None]:
@@ -155,7 +161,7 @@ class BackwardCFunction(Node, FunctionCtx):
         return out
 
     def release_variables(self) -> None:
-        self.saved_variables = []
+        self._saved_variables = []
         self._freed = True
 
 
@@ -401,13 +407,13 @@ def _view_as_self_with_no_grad(t: Tensor) -> Tensor:
 def _save_variables(ctx: BackwardCFunction) -> None:
     if ctx.to_save is None:
         return
-    ctx.saved_variables = []
+    ctx._saved_variables = []
     for i, t in enumerate(ctx.to_save):
         if t is None:
-            ctx.saved_variables.append(SavedVariable(None, False))
+            ctx._saved_variables.append(SavedVariable(None, False))
         else:
             slot = f"saved_tensors[{i}]"
-            ctx.saved_variables.append(SavedVariable(t, t._grad_fn is ctx, saved_for=ctx, slot=slot))
+            ctx._saved_variables.append(SavedVariable(t, t._grad_fn is ctx, saved_for=ctx, slot=slot))
 
 
 class Error(Node):

@@ -313,13 +313,13 @@ def jacobian(
     if strategy == "forward-mode":
         if create_graph:
             raise NotImplementedError(
-                "engine.autograd.functional.jacobian: `create_graph=True` and "
+                "torch.autograd.functional.jacobian: `create_graph=True` and "
                 '`strategy="forward-mode"` are not supported together (yet). Please either set '
                 '`create_graph=False` or `strategy="reverse-mode"`.'
             )
         if strict:
             raise RuntimeError(
-                'engine.autograd.functional.jacobian: `strict=True` and `strategy="forward-mode"` are '
+                'torch.autograd.functional.jacobian: `strict=True` and `strategy="forward-mode"` are '
                 'not supported together (yet). Please either set `strict=False` or `strategy="reverse-mode"`.'
             )
         raise NotImplementedError(
@@ -334,7 +334,7 @@ def jacobian(
         _check_requires_grad(outputs_t, "outputs", strict=strict)
         if vectorize and strict:
             raise RuntimeError(
-                "engine.autograd.functional.jacobian: `strict=True` and `vectorized=True` are not "
+                "torch.autograd.functional.jacobian: `strict=True` and `vectorized=True` are not "
                 "supported together. Please either set `strict=False` or `vectorize=False`."
             )
         jacobian: tuple[tuple[Tensor, ...], ...] = ()

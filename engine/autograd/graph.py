@@ -153,9 +153,17 @@ class Node:
         for PyTorch's user-facing ``ctx.apply(*grads)``)."""
         return self.apply(grads)
 
-    def __call__(self, *grads: Tensor | None) -> Any:
-        # Calling a node runs its backward formula directly; like PyTorch, one result is returned
-        # as is, several (or none) as a tuple.
+    def __call__(self, *grads: Tensor | None, **kwargs: Any) -> Any:
+        # Calling a node runs its backward formula directly (no hooks); like PyTorch's
+        # THPCppFunction_call, it takes exactly one gradient (a tensor or None) per input of the
+        # node, and returns one result as is, several (or none) as a tuple.
+        if kwargs:
+            raise TypeError("keyword arguments are not supported")
+        if len(grads) != self.num_inputs():
+            raise TypeError(f"expected {self.num_inputs()} arguments, got {len(grads)} instead")
+        for i, g in enumerate(grads):
+            if g is not None and not isinstance(g, Tensor):
+                raise TypeError(f"argument {i} is not a Variable")
         out = self.apply(list(grads))
         return out[0] if len(out) == 1 else tuple(out)
 
@@ -255,8 +263,7 @@ class AccumulateGrad(Node):
         if emit.enabled:
             emit.emit("grad_accumulate", tensor=variable, grad=variable._grad, node=self)
         if variable._post_accumulate_grad_hooks:
-            for hook in list(variable._post_accumulate_grad_hooks.values()):
-                hook(variable)
+            _call_post_accumulate_grad_hooks(variable)
         return []
 
     @property
@@ -269,6 +276,36 @@ class AccumulateGrad(Node):
     @_tensor_pre_hooks.setter
     def _tensor_pre_hooks(self, value: Any) -> None:
         pass
+
+
+# Note [Post-accumulate-grad hooks]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A leaf's post-accumulate-grad hooks run inside its AccumulateGrad node, right after the incoming
+# gradient (already summed over every use of the leaf by the input buffer) was added to ``.grad``:
+# once per backward that reaches the leaf, each seeing ``.grad`` already accumulated. They are
+# called the way PyTorch's ``_call_hooks`` (python_hook.cpp) calls them: in registration order,
+# each with the value the previous one returned. A hook should return None; returning the tensor
+# itself is ignored; anything else is checked like a tensor hook's result (so a non-tensor raises
+# TypeError "expected Variable, ...", a new shape or dtype RuntimeError), becomes the next hook's
+# argument and, once all hooks ran, raises "Tensor post accumulate grad hooks should return None.".
+
+
+def _call_post_accumulate_grad_hooks(variable: Tensor) -> None:
+    from engine.autograd.engine import _check_single_result
+
+    hooks = variable._post_accumulate_grad_hooks
+    assert hooks is not None
+    value = variable
+    modified = False
+    for hook in list(hooks.values()):
+        result = hook(value)
+        if result is None or result is value:
+            continue
+        _check_single_result(value, result, hook)
+        value = result
+        modified = True
+    if modified:
+        raise RuntimeError("Tensor post accumulate grad hooks should return None.")
 
 
 def grad_accumulator(t: Tensor) -> AccumulateGrad | None:
@@ -463,7 +500,7 @@ class SavedVariable:
         else:
             msg += (
                 " Hint: enable anomaly detection to find the operation that failed to compute "
-                "its gradient, with engine.autograd.set_detect_anomaly(True)."
+                "its gradient, with torch.autograd.set_detect_anomaly(True)."
             )
         return msg
 

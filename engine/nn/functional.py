@@ -23,20 +23,36 @@ from engine.ops._dispatch import _scalar_type_name
 from engine.trace import emit
 
 __all__ = [
+    "adaptive_avg_pool2d",
+    "avg_pool2d",
+    "binary_cross_entropy",
+    "binary_cross_entropy_with_logits",
+    "conv1d",
+    "conv2d",
     "cross_entropy",
     "dropout",
+    "elu",
+    "elu_",
     "embedding",
     "gelu",
     "layer_norm",
+    "leaky_relu",
+    "leaky_relu_",
     "linear",
     "log_softmax",
+    "max_pool2d",
+    "max_pool2d_with_indices",
+    "mish",
     "mse_loss",
     "nll_loss",
+    "one_hot",
     "relu",
     "relu_",
+    "scaled_dot_product_attention",
     "sigmoid",
     "silu",
     "softmax",
+    "softplus",
     "tanh",
 ]
 
@@ -398,3 +414,201 @@ def _cross_entropy_label_smoothing(
     else:
         ret = smooth_loss
     return ops.mul_Scalar(nllloss, 1 - label_smoothing) + ops.mul_Scalar(ret, label_smoothing / n_classes)  # type: ignore[no-any-return]
+
+
+# --- convolution and pooling --------------------------------------------------------------------
+
+
+def conv1d(
+    input: Tensor,  # noqa: A002
+    weight: Tensor,
+    bias: Tensor | None = None,
+    stride: int | Sequence[int] = 1,
+    padding: str | int | Sequence[int] = 0,
+    dilation: int | Sequence[int] = 1,
+    groups: int = 1,
+) -> Tensor:
+    """``torch.conv1d``: ``convolution`` (``ConvolutionBackward0``); see engine/ops/conv.py."""
+    return ops.conv1d(input, weight, bias, stride, padding, dilation, groups)  # type: ignore[no-any-return]
+
+
+def conv2d(
+    input: Tensor,  # noqa: A002
+    weight: Tensor,
+    bias: Tensor | None = None,
+    stride: int | Sequence[int] = 1,
+    padding: str | int | Sequence[int] = 0,
+    dilation: int | Sequence[int] = 1,
+    groups: int = 1,
+) -> Tensor:
+    """``torch.conv2d``: ``convolution`` (``ConvolutionBackward0``); see engine/ops/conv.py."""
+    return ops.conv2d(input, weight, bias, stride, padding, dilation, groups)  # type: ignore[no-any-return]
+
+
+def max_pool2d_with_indices(
+    input: Tensor,  # noqa: A002
+    kernel_size: int | Sequence[int],
+    stride: int | Sequence[int] | None = None,
+    padding: int | Sequence[int] = 0,
+    dilation: int | Sequence[int] = 1,
+    ceil_mode: bool = False,
+    return_indices: bool = False,
+) -> tuple[Tensor, Tensor]:
+    """The max of each window and its flat index in the input plane (``MaxPool2DWithIndicesBackward0``)."""
+    return ops.max_pool2d_with_indices(
+        input, kernel_size, [] if stride is None else stride, padding, dilation, ceil_mode
+    )  # type: ignore[no-any-return]
+
+
+def max_pool2d(
+    input: Tensor,  # noqa: A002
+    kernel_size: int | Sequence[int],
+    stride: int | Sequence[int] | None = None,
+    padding: int | Sequence[int] = 0,
+    dilation: int | Sequence[int] = 1,
+    ceil_mode: bool = False,
+    return_indices: bool = False,
+) -> Tensor | tuple[Tensor, Tensor]:
+    if return_indices:
+        return max_pool2d_with_indices(input, kernel_size, stride, padding, dilation, ceil_mode)
+    return ops.max_pool2d(input, kernel_size, [] if stride is None else stride, padding, dilation, ceil_mode)  # type: ignore[no-any-return]
+
+
+def avg_pool2d(
+    input: Tensor,  # noqa: A002
+    kernel_size: int | Sequence[int],
+    stride: int | Sequence[int] | None = None,
+    padding: int | Sequence[int] = 0,
+    ceil_mode: bool = False,
+    count_include_pad: bool = True,
+    divisor_override: int | None = None,
+) -> Tensor:
+    """The mean of each window (``AvgPool2DBackward0``)."""
+    return ops.avg_pool2d(  # type: ignore[no-any-return]
+        input,
+        kernel_size,
+        [] if stride is None else stride,
+        padding,
+        ceil_mode,
+        count_include_pad,
+        divisor_override,
+    )
+
+
+def adaptive_avg_pool2d(input: Tensor, output_size: int | Sequence[int | None] | None) -> Tensor:  # noqa: A002
+    """Average pooling to a fixed ``output_size`` (``None`` keeps that input size)."""
+    sizes = (
+        [output_size, output_size]
+        if output_size is None or isinstance(output_size, int)
+        else list(output_size)
+    )
+    full = [input.size(i - len(sizes)) if v is None else v for i, v in enumerate(sizes)]
+    return ops.adaptive_avg_pool2d(input, full)  # type: ignore[no-any-return]
+
+
+# --- more activations ---------------------------------------------------------------------------
+
+
+def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:  # noqa: A002
+    return ops.softplus(input, beta, threshold)  # type: ignore[no-any-return]
+
+
+def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:  # noqa: A002
+    return ops.leaky_relu_(input, negative_slope) if inplace else ops.leaky_relu(input, negative_slope)  # type: ignore[no-any-return]
+
+
+def leaky_relu_(input: Tensor, negative_slope: float = 0.01) -> Tensor:  # noqa: A002
+    return ops.leaky_relu_(input, negative_slope)  # type: ignore[no-any-return]
+
+
+def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:  # noqa: A002
+    return ops.elu_(input, alpha) if inplace else ops.elu(input, alpha)  # type: ignore[no-any-return]
+
+
+def elu_(input: Tensor, alpha: float = 1.0) -> Tensor:  # noqa: A002
+    return ops.elu_(input, alpha)  # type: ignore[no-any-return]
+
+
+def mish(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
+    return ops.mish_(input) if inplace else ops.mish(input)  # type: ignore[no-any-return]
+
+
+def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
+    """int64 one-hot rows of the class indices in ``tensor`` (``num_classes=-1``: max + 1)."""
+    return ops.one_hot(tensor, num_classes)  # type: ignore[no-any-return]
+
+
+def scaled_dot_product_attention(
+    query: Tensor,
+    key: Tensor,
+    value: Tensor,
+    attn_mask: Tensor | None = None,
+    dropout_p: float = 0.0,
+    is_causal: bool = False,
+    scale: float | None = None,
+    enable_gqa: bool = False,
+) -> Tensor:
+    """``softmax(q k^T * scale + mask) v``, through the backend PyTorch's CPU dispatch picks
+    (the flash kernel's single node, or the math composite): see engine/ops/attention.py."""
+    return ops.scaled_dot_product_attention(  # type: ignore[no-any-return]
+        query, key, value, attn_mask, dropout_p, is_causal, scale=scale, enable_gqa=enable_gqa
+    )
+
+
+# --- binary cross entropy -----------------------------------------------------------------------
+
+
+def _infer_size(a: Sequence[int], b: Sequence[int]) -> tuple[int, ...]:
+    n = max(len(a), len(b))
+    out = []
+    for i in range(n):
+        da = a[i - n + len(a)] if i - n + len(a) >= 0 else 1
+        db = b[i - n + len(b)] if i - n + len(b) >= 0 else 1
+        if da != db and da != 1 and db != 1:
+            raise RuntimeError(
+                f"The size of tensor a ({da}) must match the size of tensor b ({db}) at non-singleton "
+                f"dimension {i}"
+            )
+        out.append(db if da == 1 else da)
+    return tuple(out)
+
+
+def binary_cross_entropy(
+    input: Tensor,  # noqa: A002
+    target: Tensor,
+    weight: Tensor | None = None,
+    size_average: bool | None = None,
+    reduce: bool | None = None,
+    reduction: str = "mean",
+) -> Tensor:
+    """``-(t log p + (1 - t) log(1 - p))`` for probabilities ``input`` (logs clamped at -100)."""
+    if size_average is not None or reduce is not None:
+        reduction = _legacy_get_string(size_average, reduce)
+    reduction_enum = _get_enum(reduction)
+    if target.size() != input.size():
+        raise ValueError(
+            f"Using a target size ({target.size()}) that is different to the input size ({input.size()}) is "
+            "deprecated. Please ensure they have the same size."
+        )
+    if weight is not None:
+        weight = weight.expand(_infer_size(tuple(target.shape), tuple(weight.shape)))
+    return ops.binary_cross_entropy(input, target, weight, reduction_enum)  # type: ignore[no-any-return]
+
+
+def binary_cross_entropy_with_logits(
+    input: Tensor,  # noqa: A002
+    target: Tensor,
+    weight: Tensor | None = None,
+    size_average: bool | None = None,
+    reduce: bool | None = None,
+    reduction: str = "mean",
+    pos_weight: Tensor | None = None,
+) -> Tensor:
+    """Binary cross entropy of ``sigmoid(input)``, computed stably from the logits; ``pos_weight``
+    weighs the positive term."""
+    if size_average is not None or reduce is not None:
+        reduction = _legacy_get_string(size_average, reduce)
+    reduction_enum = _get_enum(reduction)
+    if target.size() != input.size():
+        raise ValueError(f"Target size ({target.size()}) must be the same as input size ({input.size()})")
+    return ops.binary_cross_entropy_with_logits(input, target, weight, pos_weight, reduction_enum)  # type: ignore[no-any-return]

@@ -21,6 +21,7 @@ __all__ = [
     "kaiming_uniform_",
     "normal_",
     "ones_",
+    "trunc_normal_",
     "uniform_",
     "xavier_normal_",
     "xavier_uniform_",
@@ -84,6 +85,52 @@ def normal_(
 ) -> Tensor:
     """Fill with N(mean, std²)."""
     return _no_grad_normal_(tensor, mean, std, generator)
+
+
+def _erfinv(x: np.ndarray) -> np.ndarray:
+    """The inverse of erf on (-1, 1) (NumPy has none): Giles' approximation, then Newton steps."""
+    w = -np.log((1.0 - x) * (1.0 + x))
+    small = w < 5.0
+    ws, wl = w - 2.5, np.sqrt(np.maximum(w, 5.0)) - 3.0
+    ps = np.polyval(
+        [2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087, -0.00125372503,
+         -0.00417768164, 0.246640727, 1.50140941], ws,
+    )  # fmt: skip
+    pl = np.polyval(
+        [-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773, -0.0076224613,
+         0.00943887047, 1.00167406, 2.83297682], wl,
+    )  # fmt: skip
+    y = np.where(small, ps, pl) * x
+    erf = np.vectorize(math.erf, otypes=[np.float64])
+    for _ in range(3):
+        y = y - (erf(y) - x) / (2.0 / math.sqrt(math.pi) * np.exp(-y * y))
+    return y
+
+
+def trunc_normal_(
+    tensor: Tensor,
+    mean: float = 0.0,
+    std: float = 1.0,
+    a: float = -2.0,
+    b: float = 2.0,
+    generator: Generator | None = None,
+) -> Tensor:
+    """Fill with N(mean, std²) truncated to [a, b], by inverse-CDF sampling as PyTorch does:
+    U(2l - 1, 2u - 1) through erfinv, scaled, shifted and clamped."""
+
+    def norm_cdf(x: float) -> float:
+        return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
+
+    if (mean < a - 2 * std) or (mean > b + 2 * std):
+        warnings.warn(
+            "mean is more than 2 std from [a, b] in nn.init.trunc_normal_. "
+            "The distribution of values may be incorrect.",
+            stacklevel=2,
+        )
+    lo, up = norm_cdf((a - mean) / std), norm_cdf((b - mean) / std)
+    u = _gen(generator).uniform(2 * lo - 1, 2 * up - 1, tuple(tensor.shape))
+    values = np.clip(_erfinv(u) * std * math.sqrt(2.0) + mean, a, b)
+    return _fill_from(tensor, values)
 
 
 def constant_(tensor: Tensor, val: float) -> Tensor:

@@ -12,8 +12,11 @@ from typing import Any, Protocol
 
 from engine.ops import (  # noqa: F401  (each registers its ops)
     activation,
+    attention,
     complex,
+    conv,
     copies,
+    einsum,
     extrema,
     indexing,
     join,
@@ -22,8 +25,10 @@ from engine.ops import (  # noqa: F401  (each registers its ops)
     nn_ops,
     norm,
     pointwise,
+    pooling,
     power,
     reduction,
+    sampling,
     shape,
     softmax,
     tensor_indexing,

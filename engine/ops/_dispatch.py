@@ -114,7 +114,8 @@ class Op:
         # See Note [Saved variable order].
         needed = {n for f in self.derivatives.values() for n in f.needs}
         self.saved_inputs = tuple(sorted(n for n in needed if n in self.tensor_params))
-        self.saved_outputs = tuple(n for n in self.outputs if n in needed)
+        # Outputs too are packed in name order (flash attention: logsumexp, then output).
+        self.saved_outputs = tuple(sorted(n for n in self.outputs if n in needed))
         # Non-tensor names (``dim``, ``self_sym_sizes``), each with how to read it from the call.
         self.saved_attrs = {
             n: _attr_reader(n, self.param_names, self.list_params)

@@ -90,11 +90,17 @@ def install(namespace: dict[str, Any]) -> None:
     Tensor.__and__ = binary(ops.bitwise_and)  # type: ignore[method-assign]
     Tensor.__or__ = binary(ops.bitwise_or)  # type: ignore[method-assign]
     Tensor.__invert__ = lambda self: ops.logical_not(self)  # type: ignore[method-assign]
+    Tensor.__floordiv__ = lambda self, other: ops.floor_divide(self, other)  # type: ignore[attr-defined]
+    Tensor.__rfloordiv__ = lambda self, other: ops.floor_divide(other, self)  # type: ignore[attr-defined]
+    Tensor.__ifloordiv__ = lambda self, other: ops.floor_divide_(self, other)  # type: ignore[attr-defined]
+    Tensor.__mod__ = lambda self, other: ops.remainder(self, other)  # type: ignore[attr-defined]
+    Tensor.__rmod__ = lambda self, other: ops.remainder(other, self)  # type: ignore[attr-defined]
+    Tensor.__imod__ = lambda self, other: ops.remainder_(self, other)  # type: ignore[attr-defined]
     Tensor.__hash__ = lambda self: id(self)  # type: ignore[method-assign]
     Tensor.where = lambda self, condition, other: ops.where(condition, self, other)  # type: ignore[attr-defined]
     from engine import _factories
 
-    for name in ("new_zeros", "new_ones", "new_full", "new_empty", "new_tensor"):
+    for name in ("new", "new_zeros", "new_ones", "new_full", "new_empty", "new_tensor"):
         setattr(Tensor, name, getattr(_factories, name))
     Tensor.__getitem__ = ops.tensor_indexing.getitem  # type: ignore[method-assign]
     Tensor.__setitem__ = ops.tensor_indexing.setitem  # type: ignore[method-assign]

@@ -161,3 +161,176 @@ def softplus_backward(grad_output: Tensor, self: Tensor, beta: float, threshold:
 def softplus(self: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Array:
     z = self * beta
     return np.where(z > threshold, self, np.log1p(np.exp(np.minimum(z, threshold))) / beta)
+
+
+# --- leaky_relu --------------------------------------------------------------------------------
+
+
+@op(
+    derivatives={
+        "grad_output": lambda grad, self, negative_slope: leaky_relu_backward(
+            grad, self, negative_slope, False
+        ),
+        "self": lambda grad: zeros_like(grad),
+    },
+    method=False,
+    function=False,
+)
+def leaky_relu_backward(
+    grad_output: Tensor, self: Tensor, negative_slope: float, self_is_result: bool
+) -> Array:
+    if self_is_result and negative_slope < 0:
+        raise RuntimeError(
+            "In-place leakyReLu backward calculation is triggered with a negative slope which is not "
+            "supported. This is caused by calling in-place forward function with a negative slope, please "
+            "call out-of-place version instead. File an issue at https://github.com/pytorch/pytorch if you "
+            "do require supporting in-place leakRelu backward calculation with negative slope"
+        )
+    return np.where(self > 0, grad_output, grad_output * negative_slope).astype(grad_output.dtype, copy=False)
+
+
+def _leaky_relu(self: Array, negative_slope: float) -> Array:
+    return np.where(self > 0, self, self * negative_slope).astype(self.dtype, copy=False)
+
+
+@op(
+    derivatives={
+        "self": lambda grad, self, negative_slope: leaky_relu_backward(grad, self, negative_slope, False)
+    },
+    dtypes="float",
+    method=False,
+    function=False,
+    samples=lambda: [
+        *_unary(),
+        SampleInput((T.of(2, 3), 0.2)),
+        SampleInput((T.of(2, 3), -1.5), note="negative"),
+    ],
+)
+def leaky_relu(self: Tensor, negative_slope: float = 0.01) -> Array:
+    return _leaky_relu(self, negative_slope)
+
+
+@op(
+    # In place, PyTorch saves the result (LeakyReluBackward1); its sign is the input's.
+    derivatives={
+        "self": lambda grad, result, negative_slope: leaky_relu_backward(grad, result, negative_slope, True)
+    },
+    node="LeakyReluBackward1",
+    name="leaky_relu_",
+    inplace=True,
+    function=False,
+    method=False,
+    samples=lambda: [SampleInput((T.of(2, 3), 0.2))],
+)
+def leaky_relu_(self: Tensor, negative_slope: float = 0.01) -> Array:
+    return _leaky_relu(self, negative_slope)
+
+
+# --- elu ---------------------------------------------------------------------------------------
+
+
+def _elu_double_backward(
+    grad: Tensor,
+    grad_output: Tensor,
+    alpha: float,
+    scale: float,
+    input_scale: float,
+    is_result: bool,
+    self_or_result: Tensor,
+) -> Tensor:
+    negative = (self_or_result < 0).to(grad.dtype)
+    if is_result:
+        return grad * grad_output * input_scale * negative
+    return (
+        elu_backward(grad * grad_output * input_scale, alpha, scale, input_scale, is_result, self_or_result)
+        * negative
+    )  # type: ignore[no-any-return]
+
+
+@op(
+    derivatives={
+        "grad_output": lambda grad, alpha, scale, input_scale, is_result, self_or_result: elu_backward(
+            grad, alpha, scale, input_scale, is_result, self_or_result
+        ),
+        "self_or_result": lambda grad, grad_output, alpha, scale, input_scale, is_result, self_or_result: (
+            _elu_double_backward(grad, grad_output, alpha, scale, input_scale, is_result, self_or_result)
+        ),
+    },
+    method=False,
+    function=False,
+)
+def elu_backward(
+    grad_output: Tensor,
+    alpha: float,
+    scale: float,
+    input_scale: float,
+    is_result: bool,
+    self_or_result: Tensor,
+) -> Array:
+    if is_result and alpha < 0:
+        raise RuntimeError(
+            "In-place elu backward calculation is triggered with a negative slope which is not supported. "
+            "This is caused by calling in-place forward function with a negative slope, please call "
+            "out-of-place version instead."
+        )
+    x = self_or_result
+    if is_result:
+        neg = grad_output * input_scale * (x + alpha * scale)
+    else:
+        neg = grad_output * input_scale * alpha * scale * np.exp(np.minimum(x, 0) * input_scale)
+    return np.where(x <= 0, neg, grad_output * scale).astype(grad_output.dtype, copy=False)
+
+
+def _elu(self: Array, alpha: float, scale: float, input_scale: float) -> Array:
+    neg = (np.expm1(np.minimum(self, 0) * input_scale)) * alpha * scale
+    return np.where(self <= 0, neg, self * scale).astype(self.dtype, copy=False)
+
+
+@op(
+    derivatives={
+        "self": lambda grad, alpha, scale, input_scale, self: elu_backward(
+            grad, alpha, scale, input_scale, False, self
+        )
+    },
+    dtypes="float",
+    method=False,
+    function=False,
+    samples=lambda: [*_unary(), SampleInput((T.of(2, 3), 0.5, 1.5, 2.0), note="alpha scale input_scale")],
+)
+def elu(self: Tensor, alpha: float = 1, scale: float = 1, input_scale: float = 1) -> Array:
+    return _elu(self, alpha, scale, input_scale)
+
+
+@op(
+    derivatives={
+        "self": lambda grad, alpha, scale, input_scale, result: elu_backward(
+            grad, alpha, scale, input_scale, True, result
+        )
+    },
+    node="EluBackward1",
+    name="elu_",
+    inplace=True,
+    function=False,
+    method=False,
+    samples=lambda: [SampleInput((T.of(2, 3), 0.5))],
+)
+def elu_(self: Tensor, alpha: float = 1, scale: float = 1, input_scale: float = 1) -> Array:
+    return _elu(self, alpha, scale, input_scale)
+
+
+# --- mish --------------------------------------------------------------------------------------
+
+
+def _mish_backward(grad: Tensor, self: Tensor) -> Tensor:
+    # PyTorch's infinitely_differentiable_mish_backward (what it uses with grad mode on).
+    sigmoid = self.sigmoid()
+    tanh_softplus = self.exp().log1p().tanh()
+    return grad * (tanh_softplus + self * sigmoid * (1.0 - tanh_softplus * tanh_softplus))
+
+
+@op(derivatives={"self": _mish_backward}, dtypes="float", method=False, function=False, samples=_unary)
+def mish(self: Tensor) -> Array:
+    return self * np.tanh(np.logaddexp(0, self))
+
+
+mish_ = inplace_variant(mish)

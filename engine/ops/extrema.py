@@ -231,3 +231,186 @@ def argmax(self: Tensor, dim: int | None = None, keepdim: bool = False) -> Array
 @op(dtypes="keep", samples=_arg_samples)
 def argmin(self: Tensor, dim: int | None = None, keepdim: bool = False) -> Array:
     return _arg_extremum("argmin", np.argmin, self, dim, keepdim).astype(np.int64)
+
+
+# --- sort, argsort, topk --------------------------------------------------------------------------
+
+return_types_sort = _return_type("sort", ("values", "indices"))
+return_types_topk = _return_type("topk", ("values", "indices"))
+
+
+def _sorted_indices(a: Array, d: int, descending: bool) -> Array:
+    """A stable sort's indices along ``d``; NaN is the largest value, as in PyTorch. Descending:
+    sort the reversed array ascending and reverse the result, so ties keep their order."""
+    if a.dtype == np.bool_:
+        a = a.astype(np.uint8)
+    if not descending:
+        return np.argsort(a, axis=d, kind="stable")
+    n = a.shape[d]
+    rev = np.argsort(np.flip(a, d), axis=d, kind="stable")
+    return n - 1 - np.flip(rev, d)
+
+
+def _value_selecting_backward_k(
+    grad: Tensor, dim: int, indices: Tensor, self_sym_sizes: tuple[int, ...]
+) -> Tensor:
+    """PyTorch's value_selecting_reduction_backward with keepdim: ``zeros(sizes).scatter(dim,
+    indices, grad)``, for ops selecting several elements per slice (sort, topk)."""
+    from engine._factories import zeros
+
+    if not self_sym_sizes:
+        return grad
+    return zeros(*self_sym_sizes, dtype=grad.dtype).scatter(dim, indices, grad)
+
+
+def _sort(a: Array, dim: int, descending: bool) -> tuple[Array, Array]:
+    d = _wrap_dim(dim, a.ndim)
+    if a.ndim == 0:
+        return a.copy(), np.zeros((), np.int64)
+    idx = _sorted_indices(a, d, descending)
+    return np.take_along_axis(a, idx, axis=d), idx.astype(np.int64)
+
+
+_SORT_BACKWARD = {
+    "self": lambda grad, dim, indices, self_sym_sizes: _value_selecting_backward_k(
+        grad, dim, indices, self_sym_sizes
+    )
+}
+
+
+@op(
+    derivatives=_SORT_BACKWARD,
+    name="sort.default",
+    node="SortBackward0",
+    dtypes="keep",
+    outputs=("values", "indices"),
+    differentiable_outputs=(True, False),
+    method=False,
+    function=False,
+    samples=lambda: [
+        SampleInput((T.of(3, 4),)),
+        SampleInput((T.of(3, 4), 0, True)),
+        SampleInput((T.of(),)),
+        SampleInput(
+            (Lit([[1.0, float("nan"), -1.0, 2.0]], "float64", grad=True), 1, True),
+            note="nan",
+            gradcheck=False,
+        ),
+        SampleInput((T.index(3, 4, high=100),), note="int64"),
+    ],
+)
+def sort_default(self: Tensor, dim: int = -1, descending: bool = False) -> tuple[Array, Array]:
+    """PyTorch's unstable CPU sort may order ties any way; the engine's sort is always stable."""
+    return _sort(self, dim, descending)
+
+
+@op(
+    derivatives=_SORT_BACKWARD,
+    name="sort.stable",
+    node="SortBackward1",
+    dtypes="keep",
+    outputs=("values", "indices"),
+    differentiable_outputs=(True, False),
+    method=False,
+    function=False,
+    samples=lambda: [
+        SampleInput((T.of(3, 4),), {"stable": True}),
+        SampleInput(
+            (Lit([[1.0, 3.0, 3.0, 2.0, 3.0, 1.0]], "float64", grad=True),),
+            {"stable": True, "descending": True},
+            note="ties",
+            gradcheck=False,
+        ),
+        SampleInput((Lit([[True, False, True, False]], "bool"),), {"stable": True, "dim": 1}, note="bool"),
+    ],
+)
+def sort_stable(
+    self: Tensor, *, stable: bool | None, dim: int = -1, descending: bool = False
+) -> tuple[Array, Array]:
+    return _sort(self, dim, descending)
+
+
+@composite(
+    samples=lambda: [
+        SampleInput((T.of(3, 4),)),
+        SampleInput((T.of(3, 4), 0, True)),
+        SampleInput((T.of(3, 4),), {"stable": True, "descending": True}),
+    ]
+)
+def sort(
+    self: Tensor, dim: int = -1, descending: bool = False, *, stable: bool | None = None
+) -> tuple[Tensor, Tensor]:
+    """``(values, indices)`` sorted along ``dim`` (``engine.return_types.sort``)."""
+    if stable is not None:
+        return return_types_sort(*sort_stable(self, stable=stable, dim=dim, descending=descending))  # type: ignore[no-any-return]
+    return return_types_sort(*sort_default(self, dim, descending))  # type: ignore[no-any-return]
+
+
+@composite(
+    samples=lambda: [
+        SampleInput((T.of(3, 4),)),
+        SampleInput((T.of(3, 4), 0, True)),
+        SampleInput((T.of(3, 4),), {"stable": True}),
+    ]
+)
+def argsort(self: Tensor, dim: int = -1, descending: bool = False, *, stable: bool = False) -> Tensor:
+    """The indices of ``sort``: PyTorch calls ``sort`` (``sort.stable`` when ``stable=True``)."""
+    if stable:
+        return sort(self, dim, descending, stable=True).indices  # type: ignore[no-any-return]
+    return sort(self, dim, descending).indices  # type: ignore[no-any-return]
+
+
+@op(
+    derivatives=_SORT_BACKWARD,
+    name="topk.default",
+    node="TopkBackward0",
+    dtypes="keep",
+    outputs=("values", "indices"),
+    differentiable_outputs=(True, False),
+    method=False,
+    function=False,
+    samples=lambda: [
+        SampleInput((T.of(3, 5), 2)),
+        SampleInput((T.of(3, 5), 2, 0)),
+        SampleInput((T.of(3, 5), 3), {"largest": False}),
+        SampleInput((T.of(3, 5), 0), note="k 0", gradcheck=False),
+        SampleInput((T.of(), 1)),
+        SampleInput((T.of(3, 5), 6), note="k too large"),
+        SampleInput((T.index(3, 5, high=100), 2), note="int64"),
+    ],
+)
+def topk_default(
+    self: Tensor,
+    k: int,
+    dim: int = -1,
+    largest: bool = True,
+    sorted: bool = True,  # noqa: A002
+) -> tuple[Array, Array]:
+    """The ``k`` largest (or smallest) elements along ``dim``. Among equal values the engine takes
+    the lowest indices first; PyTorch's order among ties depends on its selection algorithm."""
+    d = _wrap_dim(dim, self.ndim)
+    size = self.shape[d] if self.ndim else 1
+    if not 0 <= k <= size:
+        raise RuntimeError("selected index k out of range")
+    if self.ndim == 0:
+        return self.copy(), np.zeros((), np.int64)
+    idx = np.take(_sorted_indices(self, d, largest), np.arange(k), axis=d)
+    return np.take_along_axis(self, idx, axis=d), idx.astype(np.int64)
+
+
+@composite(
+    samples=lambda: [
+        SampleInput((T.of(3, 5), 2)),
+        SampleInput((T.of(3, 5), 2, 0, False)),
+        SampleInput((T.of(3, 5), 2), {"sorted": False}),
+    ]
+)
+def topk(
+    self: Tensor,
+    k: int,
+    dim: int = -1,
+    largest: bool = True,
+    sorted: bool = True,  # noqa: A002
+) -> tuple[Tensor, Tensor]:
+    """``(values, indices)`` of the ``k`` largest elements (``engine.return_types.topk``)."""
+    return return_types_topk(*topk_default(self, k, dim, largest, sorted))  # type: ignore[no-any-return]

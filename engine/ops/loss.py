@@ -296,3 +296,246 @@ def nll_loss2d_backward(
     return _nll_backward(
         grad_output, self, target, weight, reduction, ignore_index, total_weight, per_element=True
     )
+
+
+# --- binary_cross_entropy -----------------------------------------------------------------------
+# ATen's CPU kernel clamps both logs at -100 so that a probability of exactly 0 or 1 gives a
+# finite loss, and the backward divides by max((1 - x) x, 1e-12).
+
+_BCE_EPS = 1e-12
+
+
+def _bce_scale(grad: Tensor, weight: Tensor | None, reduction: int, numel: int) -> Tensor:
+    if weight is not None:
+        grad = grad * weight
+    return grad / numel if reduction == REDUCTION_MEAN else grad
+
+
+def _bce_target_backward(
+    grad: Tensor, self: Tensor, target: Tensor, weight: Tensor | None, reduction: int
+) -> Tensor:
+    # FunctionsManual's binary_cross_entropy_target_backward: -logit(self) * grad.
+    logit = (self / (1 - self)).log()
+    return _bce_scale(-logit * grad, weight, reduction, target.numel())
+
+
+def _bce_double_backward(
+    grad_output: Tensor, grad: Tensor, self: Tensor, target: Tensor, weight: Tensor | None, reduction: int
+) -> Tensor:
+    # FunctionsManual's binary_cross_entropy_double_backward (the derivative in self).
+    x_eps = self + _BCE_EPS
+    one_m_x_eps = 1 - self + _BCE_EPS
+    g = (self * self - 2 * self * target + target) / (x_eps.pow(2) * one_m_x_eps.pow(2))
+    return _bce_scale(g * (grad * grad_output), weight, reduction, self.numel())
+
+
+def _bce_double_backward_grad_output(
+    grad: Tensor, self: Tensor, target: Tensor, weight: Tensor | None, reduction: int
+) -> Tensor:
+    g = (self - target) / ((self + _BCE_EPS) * (1 - self + _BCE_EPS)) * grad
+    if weight is not None:
+        g = g * weight
+    if reduction == REDUCTION_MEAN:
+        return g.sum() / self.numel()  # type: ignore[no-any-return]
+    if reduction == REDUCTION_SUM:
+        return g.sum()  # type: ignore[no-any-return]
+    return g
+
+
+def _bce_double_backward_target(
+    grad: Tensor, grad_output: Tensor, self: Tensor, target: Tensor, weight: Tensor | None, reduction: int
+) -> Tensor:
+    res = -grad * grad_output
+    if weight is not None:
+        res = res * weight
+    # The clamp runs under no_grad in PyTorch: a constant denominator.
+    denom = ((1 - self) * self).detach().clamp(min=_BCE_EPS)
+    res = res / denom
+    return res / target.numel() if reduction == REDUCTION_MEAN else res
+
+
+def _bce_samples() -> list[SampleInput]:
+    p = T((2, 3), 0.05, 0.95)
+    t = T((2, 3), 0.0, 1.0, grad=False)
+    w = T((2, 3), 0.5, 2.0, grad=False)
+    return [
+        SampleInput((p, t)),
+        SampleInput((p, t, w, REDUCTION_SUM), note="weight sum"),
+        SampleInput((p, t, None, REDUCTION_NONE), note="none"),
+        SampleInput((p, T((2, 3), 0.0, 1.0)), note="target requires grad"),
+        SampleInput(
+            (
+                T((4,), 0.05, 0.95),
+                Lit([0.0, 1.0, 1.0, 0.0], "float64"),
+                w.__class__((4,), 0.5, 2.0, grad=False),
+                REDUCTION_MEAN,
+            ),
+            note="hard targets",
+        ),
+    ]
+
+
+def _check_bce(self: Array, target: Array, weight: Array | None) -> None:
+    if ((self < 0) | (self > 1)).any():
+        raise RuntimeError("all elements of input should be between 0 and 1")
+    if ((target < 0) | (target > 1)).any():
+        raise RuntimeError("all elements of target should be between 0 and 1")
+
+
+@op(
+    derivatives={
+        "self": lambda grad, self, target, weight, reduction: binary_cross_entropy_backward(
+            grad, self, target, weight, reduction
+        ),
+        "target": lambda grad, self, target, weight, reduction: _bce_target_backward(
+            grad, self, target, weight, reduction
+        ),
+    },
+    method=False,
+    function=False,
+    samples=_bce_samples,
+)
+def binary_cross_entropy(
+    self: Tensor, target: Tensor, weight: Tensor | None = None, reduction: int = REDUCTION_MEAN
+) -> Array:
+    _check_bce(self, target, weight)
+    with np.errstate(divide="ignore"):
+        loss = (target - 1) * np.maximum(np.log1p(-self), -100) - target * np.maximum(np.log(self), -100)
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(np.asarray(loss, self.dtype), reduction)
+
+
+@op(
+    derivatives={
+        "grad_output": lambda grad, self, target, weight, reduction: _bce_double_backward_grad_output(
+            grad, self, target, weight, reduction
+        ),
+        "self": lambda grad, grad_output, self, target, weight, reduction: _bce_double_backward(
+            grad_output, grad, self, target, weight, reduction
+        ),
+        "target": lambda grad, grad_output, self, target, weight, reduction: _bce_double_backward_target(
+            grad, grad_output, self, target, weight, reduction
+        ),
+    },
+    method=False,
+    function=False,
+)
+def binary_cross_entropy_backward(
+    grad_output: Tensor,
+    self: Tensor,
+    target: Tensor,
+    weight: Tensor | None = None,
+    reduction: int = REDUCTION_MEAN,
+) -> Array:
+    g = grad_output * (self - target) / np.maximum((1 - self) * self, _BCE_EPS)
+    if weight is not None:
+        g = g * weight
+    if reduction == REDUCTION_MEAN:
+        g = g / self.size
+    return np.asarray(g, self.dtype)
+
+
+# --- binary_cross_entropy_with_logits -----------------------------------------------------------
+# Not a primitive with its own backward op: the node's formulas are FunctionsManual composites
+# (written here with engine ops), so double backward goes through ordinary ops.
+
+
+def _log_sigmoid(x: Tensor) -> Tensor:
+    # log(sigmoid(x)) = -softplus(-x), without overflow.
+    from engine.ops.activation import softplus
+
+    return -softplus(-x)  # type: ignore[no-any-return]
+
+
+def _bcel_backward(
+    grad: Tensor,
+    self: Tensor,
+    target: Tensor,
+    weight: Tensor | None,
+    pos_weight: Tensor | None,
+    reduction: int,
+) -> Tensor:
+    if pos_weight is not None:
+        t = pos_weight * target
+        g = (t + 1 - target) * self.sigmoid() - t
+    else:
+        g = self.sigmoid() - target
+    g = g * grad
+    if weight is not None:
+        g = g * weight
+    return g / self.numel() if reduction == REDUCTION_MEAN else g
+
+
+def _bcel_target_backward(
+    grad: Tensor,
+    self: Tensor,
+    target: Tensor,
+    weight: Tensor | None,
+    pos_weight: Tensor | None,
+    reduction: int,
+) -> Tensor:
+    if pos_weight is not None:
+        g = (_log_sigmoid(-self) - _log_sigmoid(self) * pos_weight) * grad
+    else:
+        g = -self * grad
+    if weight is not None:
+        g = g * weight
+    return g / target.numel() if reduction == REDUCTION_MEAN else g
+
+
+def _log_sigmoid_array(x: Array) -> Array:
+    return np.minimum(x, 0) - np.log1p(np.exp(-np.abs(x)))
+
+
+@op(
+    derivatives={
+        "self": lambda grad, self, target, weight, pos_weight, reduction: _bcel_backward(
+            grad, self, target, weight, pos_weight, reduction
+        ),
+        "target": lambda grad, self, target, weight, pos_weight, reduction: _bcel_target_backward(
+            grad, self, target, weight, pos_weight, reduction
+        ),
+    },
+    method=False,
+    samples=lambda: [
+        SampleInput((T.of(2, 3), T((2, 3), 0.0, 1.0, grad=False))),
+        SampleInput(
+            (
+                T.of(2, 3),
+                T((2, 3), 0.0, 1.0, grad=False),
+                T((3,), 0.5, 2.0, grad=False),
+                T((3,), 0.5, 3.0, grad=False),
+            ),
+            note="weight pos_weight",
+        ),
+        SampleInput(
+            (T.of(2, 3), T((2, 3), 0.0, 1.0), None, T((3,), 0.5, 3.0, grad=False), REDUCTION_SUM),
+            note="sum target grad",
+        ),
+        SampleInput(
+            (
+                T((2, 3), -30.0, 30.0),
+                T((2, 3), 0.0, 1.0),
+                T((2, 3), 0.5, 2.0, grad=False),
+                None,
+                REDUCTION_NONE,
+            ),
+            note="none large",
+        ),
+    ],
+)
+def binary_cross_entropy_with_logits(
+    self: Tensor,
+    target: Tensor,
+    weight: Tensor | None = None,
+    pos_weight: Tensor | None = None,
+    reduction: int = REDUCTION_MEAN,
+) -> Array:
+    log_sigmoid = _log_sigmoid_array(self)
+    if pos_weight is not None:
+        log_sigmoid = log_sigmoid * ((pos_weight - 1) * target + 1)
+    loss = (1 - target) * self - log_sigmoid
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(np.asarray(loss, np.result_type(self, target)), reduction)

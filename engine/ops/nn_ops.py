@@ -440,3 +440,37 @@ def dropout_(input: Tensor, p: float, train: bool) -> Tensor:  # noqa: A002
 
 # F.silu(x, inplace=True).
 silu_ = inplace_variant(silu)
+
+
+# --- one_hot ------------------------------------------------------------------------------------
+
+
+@op(
+    dtypes="keep",
+    method=False,
+    function=False,
+    samples=lambda: [
+        SampleInput((Lit([1, 0, 3]),)),
+        SampleInput((Lit([[1, 0], [2, 2]]), 4), note="num_classes"),
+        SampleInput((Lit([1, 5]), 3), note="too small"),
+        SampleInput((Lit([-1, 2]),), note="negative"),
+        SampleInput((Lit([1.0, 2.0], "float64"),), note="float"),
+        SampleInput((Lit([], "int64"),), note="empty"),
+        SampleInput((Lit([], "int64"), 3), note="empty num_classes"),
+    ],
+)
+def one_hot(self: Tensor, num_classes: int = -1) -> Array:
+    """ATen's ``one_hot`` (a composite of ``zeros`` and ``scatter_``; an int64 result, no grad)."""
+    if self.dtype != np.int64:
+        raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
+    if self.size == 0:
+        if num_classes <= 0:
+            raise RuntimeError("Can not infer total number of classes from empty tensor.")
+        return np.zeros((*self.shape, num_classes), np.int64)
+    if self.min() < 0:
+        raise RuntimeError("Class values must be non-negative.")
+    if num_classes == -1:
+        num_classes = int(self.max()) + 1
+    elif num_classes <= self.max():
+        raise RuntimeError("Class values must be smaller than num_classes.")
+    return (self[..., None] == np.arange(num_classes)).astype(np.int64)

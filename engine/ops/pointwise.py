@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import math
+from typing import Any
 
 import numpy as np
 
@@ -231,8 +232,8 @@ def abs(self: Tensor) -> Array:  # noqa: A001 - PyTorch's name
 def sign(self: Tensor) -> Array:
     if np.iscomplexobj(self):
         raise NotImplementedError(
-            "Unlike NumPy, engine.sign is not intended to support complex numbers. Please use "
-            "engine.sgn instead."
+            "Unlike NumPy, torch.sign is not intended to support complex numbers. Please use "
+            "torch.sgn instead."
         )
     return np.sign(self)
 
@@ -544,3 +545,299 @@ def abs_(self: Tensor) -> Tensor:
     if self.is_complex():
         raise RuntimeError("In-place abs is not supported for complex tensors.")
     return _abs_(self)
+
+
+# --- atan2, floor division, remainder ---------------------------------------------------------
+
+
+def _atan2_backward(grad: Tensor, self: Tensor, other: Tensor, which: int) -> Tensor:
+    # PyTorch's atan2_backward: recip = (self * self + other * other).reciprocal().
+    recip = (self * self + other * other).reciprocal()
+    return grad * other * recip if which == 0 else grad * -self * recip
+
+
+@op(
+    derivatives={
+        "self": lambda grad, self, other: _atan2_backward(grad, self, other, 0),
+        "other": lambda grad, self, other: _atan2_backward(grad, self, other, 1),
+    },
+    dtypes="float",
+    samples=lambda: [
+        *_binary_real()[:-1],  # aten::atan2 takes no Python scalar
+        SampleInput((T.index(2, 3, high=5), T.index(2, 3, high=5)), note="int64"),
+        SampleInput((T.of(2, 3), T.of(2)), note="bad broadcast"),
+    ],
+)
+def atan2(self: Tensor, other: Tensor) -> Array:
+    infer_size(self.shape, other.shape)
+    return np.arctan2(self, other)
+
+
+def _not_implemented(name: str):  # type: ignore[no-untyped-def]
+    """The formula of PyTorch's ``NotImplemented`` node: backward through it raises."""
+
+    def formula(grad: Tensor) -> Tensor:
+        raise RuntimeError(f"derivative for aten::{name} is not implemented")
+
+    return formula
+
+
+def _check_integer_division(name: str, self: Array, other: Array) -> None:
+    kind = np.result_type(self, other)
+    if kind == np.bool_:
+        raise NotImplementedError(f"\"{name}\" not implemented for 'Bool'")
+    if np.issubdtype(kind, np.complexfloating):
+        raise NotImplementedError(f"\"{name}\" not implemented for '{_complex_name(kind)}'")
+    if np.issubdtype(kind, np.integer) and np.any(np.asarray(other) == 0):
+        raise RuntimeError("ZeroDivisionError")
+
+
+def _complex_name(d: np.dtype) -> str:
+    return "ComplexFloat" if d == np.complex64 else "ComplexDouble"
+
+
+def _int_division_samples() -> list[SampleInput]:
+    no_grad = functools.partial(T, low=-5.0, high=5.0, grad=False)
+    return [
+        SampleInput((no_grad((2, 3)), no_grad((2, 3)))),
+        SampleInput((no_grad((2, 3)), no_grad((3,))), note="broadcast"),
+        SampleInput((no_grad((2, 3)), -1.5), note="python scalar"),
+        SampleInput((Lit([5, -5, 5, -5, 7]), Lit([3, 3, -3, -3, 1])), note="int64"),
+        SampleInput((Lit([5, -5]), Lit([0, 3])), note="int64 by zero"),
+        SampleInput((Lit([True, False], "bool"), Lit([True, True], "bool")), note="bool"),
+    ]
+
+
+@op(
+    derivatives={"self": _not_implemented("floor_divide"), "other": _not_implemented("floor_divide")},
+    node="engine::autograd::NotImplemented",
+    samples=_int_division_samples,
+)
+def floor_divide(self: Tensor, other: Tensor) -> Array:
+    infer_size(self.shape, other.shape)
+    _check_integer_division("div_floor_cpu", self, other)
+    return np.floor_divide(self, other)
+
+
+@op(
+    derivatives={
+        "self": lambda grad, other, rounding_mode, self_scalar_type: (
+            grad * 0 if rounding_mode is not None else handle_r_to_c(self_scalar_type, grad / other.conj())
+        ),
+        "other": lambda grad, self, other, rounding_mode: (
+            grad * 0 if rounding_mode is not None else -grad * ((self / other) / other).conj()
+        ),
+    },
+    name="div.Tensor_mode",
+    node="DivBackward2",
+    dtypes="keep",
+    method=False,
+    function=False,
+    samples=lambda: [
+        SampleInput((T.of(2, 3), T((2, 3), 0.5, 2.0)), {"rounding_mode": "floor"}),
+        SampleInput((T.of(2, 3), T((3,), 0.5, 2.0)), {"rounding_mode": "trunc"}),
+        SampleInput((T.of(2, 3), T((2, 3), 0.5, 2.0)), {"rounding_mode": None}),
+    ],
+)
+def div_Tensor_mode(self: Tensor, other: Tensor, *, rounding_mode: str | None = None) -> Array:  # noqa: N802
+    """``div(self, other, rounding_mode=)``: ``"floor"`` and ``"trunc"`` keep integer dtypes."""
+    infer_size(self.shape, other.shape)
+    out = _dtype.result_type([Tensor._make(self), Tensor._make(other)])
+    if rounding_mode is None:
+        if not (out.is_floating_point or out.is_complex):
+            out = _dtype.get_default_dtype()
+        return np.true_divide(self, other).astype(out._np)
+    if rounding_mode == "floor":
+        _check_integer_division("div_floor_cpu", self, other)
+        return np.floor_divide(self, other).astype(out._np)
+    if rounding_mode == "trunc":
+        _check_integer_division("div_trunc_cpu", self, other)
+        if out.is_floating_point:
+            return np.trunc(np.true_divide(self, other)).astype(out._np)
+        q = np.abs(self) // np.abs(other)
+        return (np.sign(self) * np.sign(other) * q).astype(out._np)
+    raise RuntimeError(
+        f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{rounding_mode}'"
+    )
+
+
+def _remainder(self: Array, other: Any) -> Array:
+    _check_integer_division("remainder_cpu", self, np.asarray(other))
+    return np.remainder(self, other)
+
+
+@op(
+    derivatives={
+        "self": lambda grad: grad,
+        "other": lambda grad, self, other: -grad * div_Tensor_mode(self, other, rounding_mode="floor"),
+    },
+    name="remainder.Tensor",
+    node="RemainderBackward1",
+    method=False,
+    function=False,
+    samples=lambda: [
+        SampleInput((T.of(2, 3), T((2, 3), 0.5, 2.0))),
+        SampleInput((T.of(2, 3), T((3,), -2.0, -0.5)), note="negative divisor"),
+        SampleInput((T.of(2, 3, grad=False), T((2, 3), 0.5, 2.0)), note="other only"),
+        SampleInput((Lit([5, -5, 5, -5]), Lit([3, 3, -3, -3])), note="int64"),
+        SampleInput((Lit([5, -5]), Lit([0, 3])), note="int64 by zero"),
+    ],
+)
+def remainder_Tensor(self: Tensor, other: Tensor) -> Array:  # noqa: N802
+    infer_size(self.shape, other.shape)
+    return _remainder(self, other)
+
+
+@op(
+    derivatives={"self": lambda grad: grad},
+    name="remainder.Scalar",
+    node="RemainderBackward0",
+    dtypes="keep",
+    method=False,
+    function=False,
+    samples=lambda: [
+        SampleInput((T.of(2, 3), 1.5)),
+        SampleInput((T.of(2, 3), -0.7), note="negative divisor"),
+        SampleInput((Lit([5, -5, 7]), 3), note="int64"),
+        SampleInput((Lit([5, -5, 7]), 2.5), note="int64 by float"),
+    ],
+)
+def remainder_Scalar(self: Tensor, other: float) -> Array:  # noqa: N802
+    out = _dtype.result_type([Tensor._make(self), other])
+    return _remainder(self.astype(out._np), other).astype(out._np)
+
+
+@op(
+    derivatives={"other": _not_implemented("remainder")},
+    name="remainder.Scalar_Tensor",
+    node="engine::autograd::NotImplemented",
+    dtypes="keep",
+    method=False,
+    function=False,
+    samples=lambda: [
+        SampleInput((2.5, T((2, 3), 0.5, 2.0, grad=False))),
+        SampleInput((7, Lit([3, -3, 2]))),
+    ],
+)
+def remainder_Scalar_Tensor(self: float, other: Tensor) -> Array:  # noqa: N802
+    out = _dtype.result_type([self, Tensor._make(other)])
+    return _remainder(np.asarray(self, out._np), other.astype(out._np)).astype(out._np)
+
+
+@composite(
+    samples=lambda: [
+        SampleInput((T.of(2, 3), T((2, 3), 0.5, 2.0))),
+        SampleInput((T.of(2, 3), 1.5)),
+        SampleInput((Lit([5, -5, 5, -5]), Lit([3, 3, -3, -3])), note="int64"),
+    ]
+)
+def remainder(self: Tensor | float, other: Tensor | float) -> Tensor:
+    """Python's ``%``: the result has the sign of the divisor (``fmod`` has the dividend's)."""
+    if isinstance(other, Tensor):
+        if not isinstance(self, Tensor):
+            return remainder_Scalar_Tensor(self, other)
+        return remainder_Tensor(self, other)
+    return remainder_Scalar(self, other)
+
+
+@composite(function=False)
+def remainder_(self: Tensor, other: Tensor | float) -> Tensor:
+    if isinstance(other, Tensor):
+        return remainder_Tensor_(self, other)
+    return remainder_Scalar_(self, other)
+
+
+@composite(function=False)
+def floor_divide_(self: Tensor, other: Tensor | float) -> Tensor:
+    return _floor_divide_(self, other)
+
+
+_floor_divide_ = inplace_variant(floor_divide, "floor_divide_.Tensor")
+remainder_Tensor_ = inplace_variant(remainder_Tensor, "remainder_.Tensor")
+remainder_Scalar_ = inplace_variant(remainder_Scalar, "remainder_.Scalar")
+
+
+# --- isclose, allclose, equal (no gradient) ----------------------------------------------------
+
+
+def _check_close(self: Tensor, other: Tensor, rtol: float, atol: float, equal_nan: bool) -> None:
+    if self.dtype is not other.dtype:
+        from engine.ops._kernel import _scalar_type_name
+
+        raise RuntimeError(f"{_scalar_type_name(self.dtype)} did not match {_scalar_type_name(other.dtype)}")
+    if self.is_complex() and equal_nan:
+        raise RuntimeError("isclose with equal_nan=True is not supported for complex inputs.")
+    if rtol < 0:
+        raise RuntimeError(f"rtol must be greater than or equal to zero, but got {_num(rtol)}")
+    if atol < 0:
+        raise RuntimeError(f"atol must be greater than or equal to zero, but got {_num(atol)}")
+
+
+def _num(v: float) -> str:
+    """A number as PyTorch's C++ messages print it (``-1``, ``0.5``, ``1e-05``)."""
+    return f"{v:g}"
+
+
+@composite(
+    samples=lambda: [
+        SampleInput((T.of(2, 3), T.of(2, 3))),
+        SampleInput(
+            (
+                Lit([1.0, 1.0 + 1e-9, float("nan"), 2.0], "float64"),
+                Lit([1.0, 1.0, float("nan"), 2.1], "float64"),
+            )
+        ),
+        SampleInput(
+            (
+                Lit([1.0, float("nan"), float("inf")], "float64"),
+                Lit([1.0, float("nan"), float("inf")], "float64"),
+            ),
+            {"equal_nan": True},
+        ),
+        SampleInput((Lit([1, 2, 3]), Lit([1, 3, 3])), note="int64"),
+        SampleInput((T.of(2, 3), T((2, 3), dtype="float32")), note="dtype mismatch"),
+    ]
+)
+def isclose(
+    self: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False
+) -> Tensor:
+    """``|self - other| <= atol + rtol * |other|``, elementwise; PyTorch composes it from ``eq``,
+    ``abs``, ``sub``... and so does the engine (their nodes save tensors when inputs require grad)."""
+    _check_close(self, other, rtol, atol, equal_nan)
+    close = self == other
+    if equal_nan and (self.is_floating_point() or self.is_complex()):
+        close = close | (self.isnan() & other.isnan())
+    if (atol == 0 and rtol == 0) or not (self.is_floating_point() or self.is_complex()):
+        return close
+    from engine.ops.nn_ops import add_Scalar, mul_Scalar  # nn_ops imports this module
+
+    allowed_error = add_Scalar(mul_Scalar(other, rtol).abs(), atol)
+    actual_error = (self - other).abs()
+    finite = actual_error.abs() != math.inf
+    return close | (finite & (actual_error == actual_error) & (actual_error <= allowed_error))
+
+
+@composite()
+def allclose(
+    self: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False
+) -> bool:
+    """``isclose(...).all()`` as a Python bool."""
+    with _no_grad():
+        return bool(isclose(self, other, rtol, atol, equal_nan).all().item())
+
+
+@composite()
+def equal(self: Tensor, other: Tensor) -> bool:
+    """True if both tensors have the same shape and elements (dtypes may differ)."""
+    if tuple(self.shape) != tuple(other.shape):
+        return False
+    return bool(np.array_equal(self._data, other._data))
+
+
+def _no_grad():  # type: ignore[no-untyped-def]
+    from engine.autograd.grad_mode import no_grad
+
+    return no_grad()
+
+
+atan2_ = inplace_variant(atan2)

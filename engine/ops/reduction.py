@@ -543,3 +543,116 @@ def _logical_ops(name: str, fn: Any) -> Any:
 
 all_default, all_dim, all_dims, all = _logical_ops("all", np.all)  # noqa: A001
 any_default, any_dim, any_dims, any = _logical_ops("any", np.any)  # noqa: A001
+
+
+# --- var_mean, std_mean ---------------------------------------------------------------------------
+
+
+def _var_mean_kernel(
+    name: str, a: Array, dim: Dims, correction: float | None, keepdim: bool
+) -> tuple[Array, Array]:
+    if not (np.issubdtype(a.dtype, np.floating) or np.issubdtype(a.dtype, np.complexfloating)):
+        raise RuntimeError(f"{name} only support floating point and complex dtypes")
+    var_ = _var_kernel(name, a, dim, correction, keepdim)
+    mean_ = np.asarray(np.mean(a, axis=_dims(dim, a.ndim), keepdims=keepdim))
+    return (np.sqrt(var_) if name == "std_mean" else var_), mean_
+
+
+def _var_mean_backward(
+    grads: list[Tensor | None], self: Tensor, dim: Dims, correction: float | None, keepdim: bool
+) -> Tensor:
+    gvar, gmean = grads
+    gself = None if gvar is None else _var_backward(gvar, self, dim, correction, keepdim)
+    return _add_mean_backward(gself, gmean, self, dim, keepdim)
+
+
+def _std_mean_backward(
+    grads: list[Tensor | None],
+    self: Tensor,
+    result0: Tensor,
+    dim: Dims,
+    correction: float | None,
+    keepdim: bool,
+) -> Tensor:
+    gstd, gmean = grads
+    gself = None if gstd is None else _std_backward(result0, gstd, self, dim, correction, keepdim)
+    return _add_mean_backward(gself, gmean, self, dim, keepdim)
+
+
+def _add_mean_backward(
+    gself: Tensor | None, gmean: Tensor | None, self: Tensor, dim: Dims, keepdim: bool
+) -> Tensor:
+    if gmean is None:
+        assert gself is not None
+        return gself
+    # PyTorch: mean_backward(gmean, self.sym_sizes(), dim.value_or({}), self.sym_numel(), keepdim)
+    aux = _mean_backward(gmean, tuple(self.shape), [] if dim is None else dim, self.numel(), keepdim)
+    return aux if gself is None else gself + aux
+
+
+def _var_mean_samples() -> list[SampleInput]:
+    return [
+        *_var_samples(),
+        SampleInput((T.complex(2, 3), [1]), note="complex"),
+        SampleInput((T.index(2, 3, high=4),), note="int64"),
+    ]
+
+
+@op(
+    derivatives={"self": _var_mean_backward},
+    name="var_mean.correction",
+    node="VarMeanBackward0",
+    dtypes="keep",
+    outputs=("result0", "result1"),
+    method=False,
+    function=False,
+    samples=_var_mean_samples,
+)
+def var_mean_correction(
+    self: Tensor, dim: Dims = None, *, correction: float | None = None, keepdim: bool = False
+) -> tuple[Array, Array]:
+    return _var_mean_kernel("var_mean", self, dim, correction, keepdim)
+
+
+@op(
+    derivatives={"self": _std_mean_backward},
+    name="std_mean.correction",
+    node="StdMeanBackward0",
+    dtypes="keep",
+    outputs=("result0", "result1"),
+    method=False,
+    function=False,
+    samples=_var_mean_samples,
+)
+def std_mean_correction(
+    self: Tensor, dim: Dims = None, *, correction: float | None = None, keepdim: bool = False
+) -> tuple[Array, Array]:
+    return _var_mean_kernel("std_mean", self, dim, correction, keepdim)
+
+
+@composite(method=False, samples=_var_router_samples)
+def var_mean(
+    self: Tensor,
+    dim: Any = None,
+    unbiased: bool | None = None,
+    keepdim: bool = False,
+    *,
+    correction: float | None = None,
+) -> tuple[Tensor, Tensor]:
+    """``(var, mean)`` in one pass; the arguments are ``var``'s."""
+    dim, correction = _correction(dim, unbiased, correction)
+    return var_mean_correction(self, dim, correction=correction, keepdim=keepdim)  # type: ignore[no-any-return]
+
+
+@composite(method=False, samples=_var_router_samples)
+def std_mean(
+    self: Tensor,
+    dim: Any = None,
+    unbiased: bool | None = None,
+    keepdim: bool = False,
+    *,
+    correction: float | None = None,
+) -> tuple[Tensor, Tensor]:
+    """``(std, mean)`` in one pass; the arguments are ``std``'s."""
+    dim, correction = _correction(dim, unbiased, correction)
+    return std_mean_correction(self, dim, correction=correction, keepdim=keepdim)  # type: ignore[no-any-return]

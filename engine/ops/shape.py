@@ -13,7 +13,7 @@ from numpy.lib.stride_tricks import as_strided as _np_as_strided
 
 from engine import _dtype
 from engine._tensor import Tensor, _wrap_dim
-from engine.ops._dispatch import composite, op
+from engine.ops._dispatch import composite, inplace_variant, op
 from engine.ops._samples import SampleInput, T
 
 Array = np.ndarray
@@ -559,3 +559,118 @@ def detach_(self: Tensor) -> Tensor:
     self._requires_grad = False
     self._output_nr = 0
     return self
+
+
+# --- tril / triu, diagonal, trace ---------------------------------------------------------------
+
+
+def _check_matrix(name: str, a: Array) -> None:
+    if a.ndim < 2:
+        raise RuntimeError(f"{name}: input tensor must have at least 2 dimensions")
+
+
+def _tri_samples() -> list[SampleInput]:
+    return [
+        SampleInput((T.of(3, 4),)),
+        SampleInput((T.of(3, 4), 1)),
+        SampleInput((T.of(2, 4, 3), -1)),
+        SampleInput((T.complex(3, 3),), note="complex"),
+        SampleInput((T.of(3),), note="1-D"),
+    ]
+
+
+@op(derivatives={"self": lambda grad, diagonal: grad.tril(diagonal)}, dtypes="keep", samples=_tri_samples)
+def tril(self: Tensor, diagonal: int = 0) -> Array:
+    _check_matrix("tril", self)
+    return np.tril(self, diagonal)
+
+
+@op(derivatives={"self": lambda grad, diagonal: grad.triu(diagonal)}, dtypes="keep", samples=_tri_samples)
+def triu(self: Tensor, diagonal: int = 0) -> Array:
+    _check_matrix("triu", self)
+    return np.triu(self, diagonal)
+
+
+def _diagonal_view(a: Array, offset: int, dim1: int, dim2: int) -> Array:
+    """The diagonal of ``a`` over ``dim1``/``dim2`` as a writable NumPy view (``np.diagonal``'s is
+    read-only), appended as the last dimension, as ``torch.diagonal`` does."""
+    d1, d2 = _wrap_dim(dim1, a.ndim), _wrap_dim(dim2, a.ndim)
+    if d1 == d2:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    if offset >= 0:
+        n, start = max(min(a.shape[d1], a.shape[d2] - offset), 0), (0, offset)
+    else:
+        n, start = max(min(a.shape[d1] + offset, a.shape[d2]), 0), (-offset, 0)
+    keep = [i for i in range(a.ndim) if i not in (d1, d2)]
+    base = a
+    if n > 0:
+        idx: list[Any] = [slice(None)] * a.ndim
+        idx[d1], idx[d2] = slice(start[0], None), slice(start[1], None)
+        base = a[tuple(idx)]
+    shape = (*(a.shape[i] for i in keep), n)
+    strides = (*(a.strides[i] for i in keep), a.strides[d1] + a.strides[d2])
+    return _np_as_strided(base, shape=shape, strides=strides)
+
+
+@op(
+    derivatives={"grad": lambda grad, offset, dim1, dim2: grad.diagonal(offset, dim1, dim2)},
+    dtypes="keep",
+    method=False,
+    function=False,
+)
+def diagonal_backward(grad: Tensor, input_sizes: Sequence[int], offset: int, dim1: int, dim2: int) -> Array:
+    out = np.zeros(tuple(input_sizes), grad.dtype)
+    _diagonal_view(out, offset, dim1, dim2)[...] = grad
+    return out
+
+
+@op(
+    derivatives={
+        "self": lambda grad, self_sym_sizes, offset, dim1, dim2: diagonal_backward(
+            grad, self_sym_sizes, offset, dim1, dim2
+        )
+    },
+    view="view",
+    dtypes="keep",
+    samples=lambda: [
+        SampleInput((T.of(3, 4),)),
+        SampleInput((T.of(3, 4), 1)),
+        SampleInput((T.of(3, 4), -2)),
+        SampleInput((T.of(2, 3, 4), 0, 2, 0)),
+        SampleInput((T.of(2, 3, 4),), {"offset": -1, "dim1": -1, "dim2": 1}),
+        SampleInput((T.of(3, 4), 5), note="empty"),
+        SampleInput((T.complex(3, 3),), note="complex"),
+        SampleInput((T.of(3, 4), 0, 1, -1), note="identical dims"),
+    ],
+)
+def diagonal(self: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Array:
+    return _diagonal_view(self, offset, dim1, dim2)
+
+
+def _trace_backward(grad: Tensor, sizes: tuple[int, ...]) -> Tensor:
+    # PyTorch's trace_backward: zeros with ``grad`` on the diagonal.
+    return grad.expand(sizes).where(Tensor._make(np.eye(*sizes, dtype=bool)), 0.0)
+
+
+@op(
+    derivatives={"self": lambda grad, self_sym_sizes: _trace_backward(grad, self_sym_sizes)},
+    dtypes="keep",
+    samples=lambda: [
+        SampleInput((T.of(3, 3),)),
+        SampleInput((T.of(3, 4),)),
+        SampleInput((T.index(3, 3, high=5),), note="int64"),
+        SampleInput((T.complex(2, 2),), note="complex"),
+        SampleInput((T.of(2, 2, 2),), note="3-D"),
+    ],
+)
+def trace(self: Tensor) -> Array:
+    if self.ndim != 2:
+        raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {self.ndim}")
+    if self.dtype == np.bool_:
+        raise NotImplementedError("\"trace\" not implemented for 'Bool'")
+    dtype = np.int64 if np.issubdtype(self.dtype, np.integer) else self.dtype
+    return np.asarray(np.trace(self, dtype=dtype))
+
+
+tril_ = inplace_variant(tril)
+triu_ = inplace_variant(triu)

@@ -137,7 +137,7 @@ def capture_logs(
 
 _checkpoint_error_template = """ \
 An error happened while unpacking tensors; dumping logs of latest computation
-because you passed `debug=True` to `engine.utils.checkpoint.checkpoint()`.
+because you passed `debug=True` to `torch.utils.checkpoint.checkpoint()`.
 Scroll all the way down for guidance on how to navigate these logs.
 
 +~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~+

@@ -157,7 +157,7 @@ class _CheckpointFrame:
             # we append to weak_holder, and every time we save a tensor
             # during recompute we increment recompute_counter.
             raise CheckpointError(
-                "engine.utils.checkpoint: A different number of tensors was saved "
+                "torch.utils.checkpoint: A different number of tensors was saved "
                 "during the original forward and recomputation.\n"
                 f"Number of tensors saved during forward: {len(self.weak_holders)}\n"
                 f"Number of tensors saved during recomputation: {self.recomp_counter[gid]}.\n"
@@ -197,7 +197,7 @@ class _CheckpointFrame:
                     f"recomputed metadata: {recomputed_meta}\n"
                 )
             raise CheckpointError(
-                "engine.utils.checkpoint: Recomputed values for the following tensors "
+                "torch.utils.checkpoint: Recomputed values for the following tensors "
                 "have different metadata than during the forward pass.\n"
                 f"{mismatched_tensors}.\n"
                 f"{_debug_tip_msg}"
@@ -207,8 +207,8 @@ class _CheckpointFrame:
 # The hyphen of "checkpoint\u2011debug" is U+2011 (a non-breaking hyphen), as in PyTorch.
 _debug_tip_msg = """
 Tip: To see a more detailed error message, either pass `debug=True` to
-`engine.utils.checkpoint.checkpoint(...)` or wrap the code block
-with `with engine.utils.checkpoint.set_checkpoint_debug_enabled(True):` to
+`torch.utils.checkpoint.checkpoint(...)` or wrap the code block
+with `with torch.utils.checkpoint.set_checkpoint_debug_enabled(True):` to
 enable checkpoint\u2011debug mode globally.
 """
 

@@ -90,7 +90,7 @@ class CheckpointFunction(Function):
     def backward(ctx: Any, *args: Any) -> tuple[Tensor | None, ...]:
         if not engine.autograd._is_checkpoint_valid():
             raise RuntimeError(
-                "When use_reentrant=True, engine.utils.checkpoint is incompatible"
+                "When use_reentrant=True, torch.utils.checkpoint is incompatible"
                 " with .grad() or passing an `inputs` parameter to .backward()."
                 " To resolve this error, you can either set use_reentrant=False,"
                 " or call .backward() without passing the `inputs` argument."

@@ -216,9 +216,23 @@ class _CachedTorchDispatchMode(DispatchMode):
 
 
 def _is_overload_packet(op: Any) -> bool:
-    """A router such as ``engine.ops.sum`` stands for several overloads (``sum.default``,
-    ``sum.dim_IntList``): PyTorch's ``OpOverloadPacket``. Only the overloads are dispatched."""
+    """``engine.ops.aten.mm`` (PyTorch's ``OpOverloadPacket``), or a router such as
+    ``engine.ops.sum``, which stands for several overloads (``sum.default``, ``sum.dim_IntList``).
+    Only overloads are dispatched, so a policy list cannot name a packet."""
+    from engine.ops._aten import OpOverloadPacket
+
+    if isinstance(op, OpOverloadPacket):
+        return True
     return isinstance(op, CompositeOp) and any(name.startswith(op.name + ".") for name in OPS)
+
+
+def _op_str(op: Any) -> str:
+    """``str(op)`` as PyTorch prints it in the op-list error: a packet is ``aten.mm``."""
+    from engine.ops._aten import OpOverloadPacket
+
+    if isinstance(op, OpOverloadPacket):
+        return f"aten.{op._name}"
+    return str(op)
 
 
 def create_selective_checkpoint_contexts(
@@ -246,16 +260,18 @@ def create_selective_checkpoint_contexts(
     if isinstance(policy_fn_or_list, list):
         for op in policy_fn_or_list:
             if not isinstance(op, (Op, CompositeOp)) or _is_overload_packet(op):
+                # torch 2.8's text, word for word (its example names torch's ops).
                 _extra_msg = (
                     (
                         "Please update the OpOverloadPacket to a specific OpOverload."
-                        "For example, if you have `engine.ops.sum`, change it to `engine.ops.sum_default`."
+                        "For example, if you have `torch.ops.aten.mm`, change it to "
+                        "`torch.ops.aten.mm.default`."
                     )
                     if _is_overload_packet(op)
                     else ""
                 )
                 raise ValueError(
-                    f"Expected op in `op_list` to be an OpOverload but got: {op} "
+                    f"Expected op in `op_list` to be an OpOverload but got: {_op_str(op)} "
                     f"of type {type(op)}. {_extra_msg}"
                 )
         op_list = policy_fn_or_list

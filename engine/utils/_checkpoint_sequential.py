@@ -45,7 +45,7 @@ def checkpoint_sequential(
     """
     if use_reentrant is None:
         warnings.warn(
-            "engine.utils.checkpoint.checkpoint_sequential: the use_reentrant "
+            "torch.utils.checkpoint.checkpoint_sequential: the use_reentrant "
             "parameter should be passed explicitly. "
             "In version 2.5 we will raise an exception if use_reentrant "
             "is not passed. use_reentrant=False is "

@@ -40,10 +40,12 @@ def _reporting_errors(
     return unpack_hook_reporting_errors
 
 
-def _traced_call(mode: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+def _traced_call(mode: str, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
     """``fn(*args, **kwargs)`` between the trace's ``fn_start`` and ``fn_end``; only called while
     recording. The recorder knows the frame: the one just created (``mode="forward"``) or the one
-    being recomputed (``recompute_fn`` is made before its frame and must not reference it)."""
+    being recomputed (``recompute_fn`` is made before its frame and must not reference it).
+    ``mode`` and ``fn`` are positional-only: every keyword belongs to the checkpointed function
+    (a keyword named ``mode`` or ``fn`` must reach it, as it does without recording)."""
     emit.emit("fn_start", mode=mode)
     try:
         out = fn(*args, **kwargs)

@@ -181,7 +181,7 @@ def checkpoint(
     """
     if use_reentrant is None:
         warnings.warn(
-            "engine.utils.checkpoint: the use_reentrant parameter should be "
+            "torch.utils.checkpoint: the use_reentrant parameter should be "
             "passed explicitly. In version 2.5 we will raise an exception "
             "if use_reentrant is not passed. use_reentrant=False is "
             "recommended, but if you need to preserve the current default "
@@ -218,7 +218,7 @@ def checkpoint(
         except StopIteration:
             return ret
         raise AssertionError(
-            "engine.utils.checkpoint: expected context_fn generator to yield exactly twice, "
+            "torch.utils.checkpoint: expected context_fn generator to yield exactly twice, "
             "but it yielded more than twice."
         )
 
@@ -375,7 +375,7 @@ class _recomputation_hook(saved_tensors_hooks):  # noqa: N801 - PyTorch's name
                     target_frame.ignore_saved_mismatch = True
                     return x
                 raise CheckpointError(
-                    "engine.utils.checkpoint: trying to save more tensors during "
+                    "torch.utils.checkpoint: trying to save more tensors during "
                     "recomputation than during the original forward pass.\n"
                     f"{_debug_tip_msg}"
                 )
@@ -492,10 +492,10 @@ class _checkpoint_hook(saved_tensors_hooks):  # noqa: N801 - PyTorch's name
                     extra = (
                         "Performing two backward calls that overlap (i.e. require the same "
                         "saved activation in order to compute gradients) is not allowed while "
-                        "under the engine.utils.checkpoint.GraphExecGroup context. "
+                        "under the torch.utils.checkpoint.GraphExecGroup context. "
                     )
                 raise CheckpointError(
-                    "engine.utils.checkpoint: Unpack is being triggered for a tensor that was already "
+                    "torch.utils.checkpoint: Unpack is being triggered for a tensor that was already "
                     f"unpacked once. {extra}If you are calling ctx.saved_tensors in backward, make sure "
                     "to do so only once. Otherwise please open an issue with details on your use case."
                 )

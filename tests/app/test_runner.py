@@ -112,7 +112,7 @@ def test_warnings_are_shown_not_raised_whatever_the_host_filters() -> None:
     text = HEADER + "x = torch.ones(2, requires_grad=True)\ny = checkpoint(lambda t: t.sin(), x)\n"
     result = run_scenario(text, trusted=True)
     assert result.ok, result.error
-    assert result.stdout.startswith("UserWarning: engine.utils.checkpoint: the use_reentrant parameter")
+    assert result.stdout.startswith("UserWarning: torch.utils.checkpoint: the use_reentrant parameter")
     assert result.trace is not None
     marks = [e for e in result.trace["events"] if e["kind"] == "mark"]
     assert len(marks) == 1 and marks[0]["stream"] == "stderr" and marks[0]["src"]["line"] == 4

@@ -415,7 +415,7 @@ def rule6_skip() -> list[dict[str, Any]]:
         "checkpoint_error",
         frame=f,
         type="CheckpointError",
-        message="engine.utils.checkpoint: Unpack is being "
+        message="torch.utils.checkpoint: Unpack is being "
         "triggered for a tensor that was already unpacked once.\nmore",
     )
     b.ev(

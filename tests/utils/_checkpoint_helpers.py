@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 USE_REENTRANT_WARNING = (
-    "engine.utils.checkpoint: the use_reentrant parameter should be passed explicitly. In version 2.5 "
+    "torch.utils.checkpoint: the use_reentrant parameter should be passed explicitly. In version 2.5 "
     "we will raise an exception if use_reentrant is not passed. use_reentrant=False is recommended, but "
     "if you need to preserve the current default behavior, you can pass use_reentrant=True. Refer to "
     "docs for more details on the differences between the two variants."

@@ -300,9 +300,9 @@ def test_checkpoint_graph_execution_group() -> None:
             out.sum().backward()
     assert isinstance(info.value, CheckpointError)
     assert str(info.value) == (
-        "engine.utils.checkpoint: Unpack is being triggered for a tensor that was already unpacked once. "
+        "torch.utils.checkpoint: Unpack is being triggered for a tensor that was already unpacked once. "
         "Performing two backward calls that overlap (i.e. require the same saved activation in order to "
-        "compute gradients) is not allowed while under the engine.utils.checkpoint.GraphExecGroup context. "
+        "compute gradients) is not allowed while under the torch.utils.checkpoint.GraphExecGroup context. "
         "If you are calling ctx.saved_tensors in backward, make sure to do so only once. Otherwise please "
         "open an issue with details on your use case."
     )

@@ -25,8 +25,8 @@ from engine.utils.checkpoint import (
 
 TIP = (
     "\nTip: To see a more detailed error message, either pass `debug=True` to\n"
-    "`engine.utils.checkpoint.checkpoint(...)` or wrap the code block\n"
-    "with `with engine.utils.checkpoint.set_checkpoint_debug_enabled(True):` to\n"
+    "`torch.utils.checkpoint.checkpoint(...)` or wrap the code block\n"
+    "with `with torch.utils.checkpoint.set_checkpoint_debug_enabled(True):` to\n"
     "enable checkpoint\u2011debug mode globally.\n"
 )
 
@@ -129,7 +129,7 @@ def test_error_texts() -> None:
     with pytest.raises(CheckpointError) as info:
         out.backward()
     assert str(info.value) == (
-        "engine.utils.checkpoint: A different number of tensors was saved during the original forward and "
+        "torch.utils.checkpoint: A different number of tensors was saved during the original forward and "
         "recomputation.\nNumber of tensors saved during forward: 3\nNumber of tensors saved during "
         "recomputation: 2.\n" + TIP
     )
@@ -146,7 +146,7 @@ def test_error_texts() -> None:
         out.backward()
     meta = "{{'shape': engine.Size([{}]), 'dtype': engine.float32, 'device': device(type='cpu')}}"
     assert str(info.value) == (
-        "engine.utils.checkpoint: Recomputed values for the following tensors have different metadata than "
+        "torch.utils.checkpoint: Recomputed values for the following tensors have different metadata than "
         "during the forward pass.\n"
         f"tensor at position 1:\nsaved metadata: {meta.format(1)}\nrecomputed metadata: {meta.format(2)}\n"
         ".\n" + TIP
@@ -158,7 +158,7 @@ def test_error_texts() -> None:
     with pytest.raises(CheckpointError) as info:
         out.backward()
     assert str(info.value) == (
-        "engine.utils.checkpoint: trying to save more tensors during recomputation than during the "
+        "torch.utils.checkpoint: trying to save more tensors during recomputation than during the "
         "original forward pass.\n" + TIP
     )
 
@@ -191,7 +191,7 @@ def test_debug_log() -> None:
     text = str(info.value)
     assert text.startswith(
         " An error happened while unpacking tensors; dumping logs of latest computation\n"
-        "because you passed `debug=True` to `engine.utils.checkpoint.checkpoint()`.\n"
+        "because you passed `debug=True` to `torch.utils.checkpoint.checkpoint()`.\n"
     )
     forward_ops = "$1: f32[1] = engine.ops.sin($0)\n$2: f32[1] = engine.ops.exp($1)"
     assert f"Operations executed during the original forward:\n\n{forward_ops}\n\n" in text
@@ -207,4 +207,4 @@ def test_debug_log() -> None:
     )
     cause = info.value.__cause__
     assert isinstance(cause, CheckpointError)
-    assert str(cause).startswith("engine.utils.checkpoint: Recomputed values for the following tensors")
+    assert str(cause).startswith("torch.utils.checkpoint: Recomputed values for the following tensors")

@@ -60,7 +60,7 @@ def test_checkpoint_warns_if_use_reentrant_not_passed_explcitly() -> None:
 def test_checkpoint_valid_reset_on_error() -> None:
     a = engine.randn(2, 2, requires_grad=True)
 
-    with pytest.raises(Exception, match=r"engine\.utils\.checkpoint is incompatible"):
+    with pytest.raises(Exception, match=r"torch\.utils\.checkpoint is incompatible"):
         b = checkpoint(engine.exp, a, use_reentrant=True).sum()
         engine.autograd.grad(b, (a,))
 
@@ -170,7 +170,7 @@ def test_checkpoint_partial_grad() -> None:
 def test_reentrant_incompatible_with_grad_and_inputs() -> None:
     x = engine.randn(2, requires_grad=True)
     expected = (
-        "When use_reentrant=True, engine.utils.checkpoint is incompatible with .grad() or passing an `inputs` "
+        "When use_reentrant=True, torch.utils.checkpoint is incompatible with .grad() or passing an `inputs` "
         "parameter to .backward(). To resolve this error, you can either set use_reentrant=False, or call "
         ".backward() without passing the `inputs` argument."
     )

@@ -37,7 +37,7 @@ def test_checkpoint_sequential_warns_if_use_reentrant_not_passed_explcitly() -> 
     ) as record:
         checkpoint_sequential(modules_list, 3, a)
     assert str(record[0].message) == USE_REENTRANT_WARNING.replace(
-        "engine.utils.checkpoint:", "engine.utils.checkpoint.checkpoint_sequential:"
+        "torch.utils.checkpoint:", "torch.utils.checkpoint.checkpoint_sequential:"
     )
 
 
@@ -118,7 +118,7 @@ def test_checkpoint_valid() -> None:
     chunks = 2
     modules = list(model.children())
     out = checkpoint_sequential(modules, chunks, input_var, use_reentrant=True)
-    with pytest.raises(RuntimeError, match=r"engine\.utils\.checkpoint is incompatible"):
+    with pytest.raises(RuntimeError, match=r"torch\.utils\.checkpoint is incompatible"):
         engine.autograd.grad(
             outputs=[out], grad_outputs=[engine.ones(1, 5)], inputs=[input_var], create_graph=True
         )

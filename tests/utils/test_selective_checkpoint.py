@@ -145,7 +145,7 @@ def test_bad_inputs_messages() -> None:
     assert str(info.value) == (
         "Expected op in `op_list` to be an OpOverload but got: engine.ops.sum of type "
         "<class 'engine.ops._dispatch.CompositeOp'>. Please update the OpOverloadPacket to a specific "
-        "OpOverload.For example, if you have `engine.ops.sum`, change it to `engine.ops.sum_default`."
+        "OpOverload.For example, if you have `torch.ops.aten.mm`, change it to `torch.ops.aten.mm.default`."
     )
     # an overload is fine
     create_selective_checkpoint_contexts([engine.ops.sum_default, engine.ops.mm])

@@ -317,10 +317,25 @@ class Module(StateDictMixin):
     def register_full_backward_hook(self, hook: Callable[..., Any], prepend: bool = False) -> RemovableHandle:
         """``hook(module, grad_input, grad_output)`` runs when the gradients of the module's
         inputs are known; it may return new ``grad_input``."""
-        # (The deprecated non-full register_backward_hook, which this flag guards against in
-        # PyTorch, is not implemented.)
+        if self._is_full_backward_hook is False:
+            raise RuntimeError(
+                "Cannot use both regular backward hooks and full backward hooks on a single Module. "
+                "Please use only one of them."
+            )
         self._is_full_backward_hook = True
         return _add_hook(self._backward_hooks, hook, prepend)
+
+    def register_backward_hook(self, hook: Callable[..., Any]) -> RemovableHandle:
+        """Deprecated: ``hook(module, grad_input, grad_output)`` as a post-hook of the grad_fn of
+        the module's output (see ``_legacy_backward_hooks.py``); prefer
+        ``register_full_backward_hook``."""
+        if self._is_full_backward_hook is True:
+            raise RuntimeError(
+                "Cannot use both regular backward hooks and full backward hooks on a single Module. "
+                "Please use only one of them."
+            )
+        self._is_full_backward_hook = False
+        return _add_hook(self._backward_hooks, hook, False)
 
     def _call_impl(self, *args: Any, **kwargs: Any) -> Any:
         # Read before the pre-hooks run, as torch's ``forward_call``: a pre-hook that replaces
@@ -353,12 +368,13 @@ class Module(StateDictMixin):
                     if out is not None:
                         args = out if isinstance(out, tuple) else (out,)
             bw_hook = None
-            if self._backward_hooks or self._backward_pre_hooks:
+            # Hooks registered with the deprecated register_backward_hook are "non-full".
+            non_full = self._is_full_backward_hook is False
+            full_backward_hooks = [] if non_full else list(self._backward_hooks.values())
+            if full_backward_hooks or self._backward_pre_hooks:
                 from engine.nn.modules._functions import BackwardHook
 
-                bw_hook = BackwardHook(
-                    self, list(self._backward_hooks.values()), list(self._backward_pre_hooks.values())
-                )
+                bw_hook = BackwardHook(self, full_backward_hooks, list(self._backward_pre_hooks.values()))
                 args = bw_hook.setup_input_hook(args)
             result = forward_call(*args, **kwargs)
             for hook_id, hook in (*_global_forward_hooks.items(), *self._forward_hooks.items()):
@@ -381,6 +397,10 @@ class Module(StateDictMixin):
                         stacklevel=2,
                     )
                 result = bw_hook.setup_output_hook(result)
+            if non_full and self._backward_hooks:
+                from engine.nn.modules._legacy_backward_hooks import register_non_full_backward_hooks
+
+                register_non_full_backward_hooks(self, args, result, list(self._backward_hooks.values()))
             return result
         except Exception:
             # always_call hooks still see the (partial) result when forward raised.
@@ -552,6 +572,11 @@ class Module(StateDictMixin):
 
     def cpu(self) -> Module:
         return self
+
+    def cuda(self, device: Any = None) -> Module:
+        """Moves every parameter and buffer to CUDA: with no CUDA here, the first one raises
+        PyTorch's error (a module without tensors is returned as is, as in torch)."""
+        return self._apply(lambda t: t.cuda(device))
 
     # --- repr ---------------------------------------------------------------------------------
 

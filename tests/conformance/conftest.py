@@ -1,0 +1,3 @@
+"""The vendored PyTorch test files are run by scripts/conformance.py, never collected by pytest."""
+
+collect_ignore = ["vendor"]
