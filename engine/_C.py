@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from engine.autograd.engine import GraphTask
     from engine.ops._dispatch import DispatchMode
 
-__all__ = ["_current_graph_task_id", "_tls", "_will_engine_execute_node"]
+__all__ = ["_current_graph_task_id", "_tls", "_will_engine_execute_node", "is_grad_enabled"]
 
 
 class _ThreadLocalState(threading.local):
@@ -44,6 +44,9 @@ class _ThreadLocalState(threading.local):
         self.dispatch_modes: list[DispatchMode] = []
         # Set while a dispatch mode runs: ops called there skip autograd (they run "below" it).
         self.below_autograd = False
+        # View replay (``torch.autograd._force_original_view_tracking``): views made while it is
+        # on record how to remake them from their base (``_ViewInfo.view_fn``).
+        self.view_replay_enabled = False
 
 
 _tls = _ThreadLocalState()
@@ -53,6 +56,19 @@ def _current_graph_task_id() -> int:
     """The id of the backward pass running on this thread, ``-1`` outside backward."""
     task = _tls.graph_task
     return -1 if task is None else task.id
+
+
+def is_grad_enabled() -> bool:
+    """Whether grad mode is on for this thread (``torch.is_grad_enabled`` is this function)."""
+    return _tls.grad_enabled
+
+
+def _is_view_replay_enabled() -> bool:
+    return _tls.view_replay_enabled
+
+
+def _set_view_replay_enabled(mode: bool) -> None:
+    _tls.view_replay_enabled = mode
 
 
 def _get_sequence_nr() -> int:

@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import math as _math
 from typing import Any
 
 from engine import _C, _dtype, autograd, ops, random  # noqa: E402, I001  (ops need Tensor and autograd)
@@ -45,6 +46,14 @@ from engine._factories import (
     zeros,
     zeros_like,
 )
+from engine._legacy_tensors import (
+    BoolTensor,
+    ByteTensor,
+    DoubleTensor,
+    FloatTensor,
+    IntTensor,
+    LongTensor,
+)
 from engine._tensor import Size, Tensor, device
 from engine.autograd.anomaly_mode import is_anomaly_check_nan_enabled, is_anomaly_enabled
 from engine.autograd.grad_mode import (
@@ -75,9 +84,15 @@ int = int32  # noqa: A001
 cfloat = complex64
 cdouble = complex128
 
+# torch/__init__.py's constants (Python floats, from math).
+inf = _math.inf
+nan = _math.nan
+pi = _math.pi
+e = _math.e
+
 _install_ops(globals())
 
-from engine import amp, backends, cuda, nn, optim, utils  # noqa: E402
+from engine import _VF, amp, backends, cuda, nn, optim, utils  # noqa: E402
 from engine._warnings import is_warn_always_enabled, set_warn_always  # noqa: E402
 from engine.amp.autocast_mode import autocast, is_autocast_enabled  # noqa: E402
 

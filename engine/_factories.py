@@ -196,7 +196,10 @@ def randint(
     device: Any = None,
     requires_grad: bool = False,
 ) -> Tensor:
-    if high is None:
+    if isinstance(high, (list, tuple)):
+        # randint(high, size): PyTorch's other overload, size given second.
+        low, high, size = 0, low, high
+    elif high is None:
         low, high = 0, low
     d = dtype or _dtype.int64
     return _new(_gen(generator).integers(low, high, _shape((size,))).astype(d._np), requires_grad)

@@ -83,12 +83,21 @@ class _ViewInfo:
     """PyTorch's ``DifferentiableViewMeta``: the root base, how the view was made, and the
     version at which its ``grad_fn`` was last (re)built."""
 
-    __slots__ = ("attr_version", "base", "creation_meta")
+    __slots__ = ("attr_version", "base", "creation_meta", "view_fn")
 
-    def __init__(self, base: Tensor, creation_meta: str, attr_version: int) -> None:
+    def __init__(
+        self,
+        base: Tensor,
+        creation_meta: str,
+        attr_version: int,
+        view_fn: Callable[[Tensor], Tensor] | None = None,
+    ) -> None:
         self.base = base
         self.creation_meta = creation_meta
         self.attr_version = attr_version
+        # How to remake the view from (a tensor like) its root base, recorded under view replay
+        # (``_force_original_view_tracking``); None: ``as_strided`` of the base remakes it.
+        self.view_fn = view_fn
 
 
 class Tensor:
@@ -330,6 +339,11 @@ class Tensor:
             value, "only Tensors of floating point and complex dtype can require gradients"
         )
 
+    @requires_grad.deleter
+    def requires_grad(self) -> None:
+        # PyTorch's setter receives NULL for a deletion and rejects it as a non-bool.
+        raise RuntimeError("requires_grad must be a bool")
+
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:
         if self._grad_fn is not None:
             if not requires_grad:
@@ -453,6 +467,19 @@ class Tensor:
             self._grad_accumulator = None
         self._data = new._data
         self._dtype = new._dtype
+
+    @data.deleter
+    def data(self) -> None:
+        raise RuntimeError("Deleting tensor data is not allowed. Delete tensor instead!")
+
+    def __delattr__(self, name: str) -> None:
+        # The C++ attributes PyTorch refuses to delete (``_grad_fn``, ``_backward_hooks``) are
+        # plain slots here: refuse them with PyTorch's messages.
+        if name == "_grad_fn":
+            raise RuntimeError("Deletion of _grad_fn not allowed. Detach tensor instead!")
+        if name == "_backward_hooks":
+            raise RuntimeError("Deletion of _backwards_hooks not allowed!")
+        object.__delattr__(self, name)
 
     @property
     def T(self) -> Tensor:  # noqa: N802

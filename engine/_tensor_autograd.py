@@ -41,6 +41,8 @@ def _register_hook(self: Tensor, hook: Callable[[Tensor], Tensor | None]) -> Any
         self._backward_hooks = {}
         fn = self.grad_fn
         if fn is not None:
+            if not isinstance(fn._tensor_pre_hooks, list):  # See Note [Objects per node].
+                fn._tensor_pre_hooks = []
             fn._tensor_pre_hooks.append((self._output_nr, self._backward_hooks))
     return RemovableHandle.add(self._backward_hooks, hook)
 

@@ -10,6 +10,7 @@ import warnings
 from collections.abc import Sequence
 from typing import Any
 
+from engine._C import _is_view_replay_enabled as is_view_replay_enabled
 from engine._tensor import Size, Tensor
 from engine.autograd import functional, graph
 from engine.autograd._multithreading import set_multithreading_enabled
@@ -17,17 +18,21 @@ from engine.autograd.anomaly_mode import detect_anomaly, set_detect_anomaly
 from engine.autograd.engine import Engine, get_default_engine
 from engine.autograd.function import Function, FunctionCtx, once_differentiable
 from engine.autograd.grad_mode import (
+    _force_original_view_tracking as _force_original_view_tracking,
+)
+from engine.autograd.grad_mode import (
     enable_grad,
     inference_mode,
     no_grad,
     set_grad_enabled,
 )
 from engine.autograd.gradcheck import gradcheck, gradgradcheck
-from engine.autograd.graph import Edge, GradientEdge, Node, gradient_edge
+from engine.autograd.graph import Edge, GradientEdge, Node, SavedTensor, gradient_edge
 
 __all__ = [
     "Function",
     "FunctionCtx",
+    "SavedTensor",
     "Variable",
     "backward",
     "detect_anomaly",
@@ -38,6 +43,7 @@ __all__ = [
     "gradgradcheck",
     "graph",
     "inference_mode",
+    "is_view_replay_enabled",
     "no_grad",
     "once_differentiable",
     "set_detect_anomaly",

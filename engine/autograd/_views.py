@@ -235,7 +235,10 @@ def regenerate_view_grad_fn(t: Tensor) -> None:
     view.attr_version = t._version_counter.version
     size, stride, offset = _geometry(t)
     with enable_grad():
-        replay = _replay_view(base, t.is_complex(), size, stride, offset)
+        if view.view_fn is not None:  # See Note [View replay] in engine/ops/_kernel.py
+            replay = view.view_fn(base)
+        else:
+            replay = _replay_view(base, t.is_complex(), size, stride, offset)
     t._grad_fn = replay._grad_fn
     t._output_nr = 0
     move_tensor_hooks(t, old_fn, t._grad_fn)

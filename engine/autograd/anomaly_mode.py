@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 import traceback
 import warnings
 from typing import TYPE_CHECKING, Any
@@ -119,7 +120,12 @@ def report_failure(node: Node, error: BaseException) -> None:
             )
             parent = parent._anomaly_parent
     for msg in messages:
-        warnings.warn(msg, UserWarning, stacklevel=2)
+        try:
+            warnings.warn(msg, UserWarning, stacklevel=2)
+        except Exception as warning_error:  # noqa: BLE001 - a warning filter set to "error"
+            # An exception is already on its way: like PyTorch's PyWarningHandler, print the
+            # warning that was turned into an error (PyErr_Print) and let the original through.
+            traceback.print_exception(warning_error, file=sys.stderr)
     error.add_note("".join(messages))
     error._anomaly_reported = True  # type: ignore[attr-defined]
 

@@ -10,12 +10,12 @@ from __future__ import annotations
 import itertools
 import sys
 import threading
-import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from engine._C import _tls
 from engine._tensor import Tensor
+from engine._warnings import warn_once
 from engine.autograd.graph import AccumulateGrad, Edge, InputMetadata, Node, _anomaly_enabled
 from engine.trace import emit
 
@@ -27,7 +27,6 @@ CREATE_GRAPH_CYCLE_WARNING = (
     "to avoid this. If you have to use this function, make sure to reset the .grad fields of your "
     "parameters to None after use to break the cycle and avoid the leak."
 )
-_warned_create_graph_cycle = [False]
 
 # PyTorch numbers graph tasks with one process-wide counter.
 _graph_task_ids = itertools.count()
@@ -69,6 +68,9 @@ class GraphTask:
         self.completed = False
         self.has_error = False
         self.nodes_in_graph: set[Node] = set()
+        # See Note [Saved-tensor hooks in backward].
+        self.saved_tensors_hooks = list(_tls.saved_tensors_hooks)
+        self.saved_tensors_hooks_disabled = _tls.saved_tensors_hooks_disabled
 
 
 def current_graph_task() -> GraphTask | None:
@@ -175,10 +177,9 @@ class Engine:
         """Run backward from ``roots``. With ``outputs`` (``grad()``/``inputs=``), only the part
         of the graph leading to them runs, and their gradients are captured and returned."""
         grads = validate_outputs(roots, list(grads), lambda msg: msg)
-        if create_graph and accumulate_grad and not _warned_create_graph_cycle[0]:
-            # PyTorch's TORCH_WARN_ONCE: once per process.
-            _warned_create_graph_cycle[0] = True
-            warnings.warn(CREATE_GRAPH_CYCLE_WARNING, UserWarning, stacklevel=4)
+        if create_graph and accumulate_grad:
+            # PyTorch's TORCH_WARN_ONCE: once per process, every time with set_warn_always(True).
+            warn_once("create_graph_cycle", CREATE_GRAPH_CYCLE_WARNING, UserWarning, stacklevel=4)
         outer = _tls.graph_task
         depth = 0 if outer is None else outer.reentrant_depth + 1
         task = GraphTask(keep_graph, create_graph, depth)
@@ -374,6 +375,16 @@ def init_to_execute(task: GraphTask, root: Node, outputs: Sequence[Edge], accumu
 # So a hook of a plain backward() sees ``is_grad_enabled() == False`` and builds no graph.
 
 
+# Note [Saved-tensor hooks in backward]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A GraphTask copies the saved-tensor hooks stack (and disable_saved_tensors_hooks' message) when
+# it is created, and every node it runs starts from a fresh copy of that state, which is put back
+# to the caller's once the node is done: PyTorch's GraphTask carries them in its ThreadLocalState
+# and the engine restores it around each node (ThreadLocalStateGuard). So a hook that enters or
+# exits a saved_tensors_hooks context during backward (without its pair) changes nothing outside
+# that node: the caller's stack neither loses an entry nor keeps the hook alive.
+
+
 def thread_main(task: GraphTask, queue: ReadyQueue) -> None:
     while not task.completed:
         if not queue.heap:
@@ -384,13 +395,17 @@ def thread_main(task: GraphTask, queue: ReadyQueue) -> None:
             # than removing them, which keeps the heap, and so the order of the rest, intact).
             continue
         prev, prev_grad_mode, prev_node = _tls.graph_task, _tls.grad_enabled, _tls.current_node
+        prev_hooks, prev_disabled = _tls.saved_tensors_hooks, _tls.saved_tensors_hooks_disabled
         _tls.graph_task, _tls.current_node = node_task, node
-        # See Note [Grad mode in backward].
+        # See Note [Grad mode in backward] and Note [Saved-tensor hooks in backward].
         _tls.grad_enabled = node_task.create_graph
+        _tls.saved_tensors_hooks = list(node_task.saved_tensors_hooks)
+        _tls.saved_tensors_hooks_disabled = node_task.saved_tensors_hooks_disabled
         try:
             evaluate_function(node_task, node, buffer, queue)
         except BaseException as e:
             _tls.graph_task, _tls.grad_enabled, _tls.current_node = prev, prev_grad_mode, prev_node
+            _tls.saved_tensors_hooks, _tls.saved_tensors_hooks_disabled = prev_hooks, prev_disabled
             node_task.has_error = True
             node_task.completed = True
             if _anomaly_enabled[0] and not getattr(e, "_anomaly_reported", False):
@@ -399,6 +414,7 @@ def thread_main(task: GraphTask, queue: ReadyQueue) -> None:
                 report_failure(node, e)
             raise
         _tls.graph_task, _tls.grad_enabled, _tls.current_node = prev, prev_grad_mode, prev_node
+        _tls.saved_tensors_hooks, _tls.saved_tensors_hooks_disabled = prev_hooks, prev_disabled
         node_task.outstanding_tasks -= 1
         if node_task.outstanding_tasks == 0:
             _finish(node_task)
@@ -538,11 +554,22 @@ def call_post_hooks(
 
 
 def call_function(task: GraphTask, fn: Node, inputs: list[Tensor | None]) -> list[Tensor | None]:
+    buffer = inputs
     inputs = call_tensor_pre_hooks(fn, inputs)
     inputs = call_pre_hooks(fn, inputs)
     if not task.keep_graph:
         fn.will_release_variables()
-    outputs = fn._apply(list(inputs))
+    args = list(inputs)
+    if isinstance(fn, AccumulateGrad) and args[0] is not None:
+        # See Note [AccumulateGrad steals the gradient]. The engine's own holders: args, inputs
+        # (a new list when the pre-hooks ran), the buffer (unless a hook replaced the gradient),
+        # this local and getrefcount's argument.
+        g = args[0]
+        expected = 3 + (inputs is not buffer and inputs[0] is g) + (buffer[0] is g)
+        fn._steal_ok = sys.getrefcount(g) == expected
+        del g
+    outputs = fn._apply(args)
+    del args
     outputs = validate_outputs(
         fn._next_edges,
         outputs,

@@ -9,7 +9,9 @@ the ctx object (``y.grad_fn is ctx``), named ``MyFnBackward``.
 from __future__ import annotations
 
 import functools
+import gc
 import inspect
+import types
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -25,7 +27,7 @@ from engine.autograd.graph import (
 )
 from engine.trace import emit
 
-__all__ = ["BackwardCFunction", "Function", "FunctionCtx", "once_differentiable"]
+__all__ = ["BackwardCFunction", "Function", "FunctionCtx", "InplaceFunction", "once_differentiable"]
 
 
 class FunctionCtx:
@@ -67,6 +69,9 @@ class FunctionCtx:
     @property
     def saved_tensors(self) -> tuple[Tensor | None, ...]:
         # Every read unpacks every saved tensor again (and runs unpack hooks again).
+        if isinstance(self, BackwardCFunction) and not self._freed and not _graph_holds(self):
+            # See Note [A custom Function's node outlives its graph].
+            self.release_variables()
         if self._freed:
             raise RuntimeError(ERR_BACKWARD_TWICE)
         node = self if isinstance(self, Node) else None
@@ -101,6 +106,15 @@ class BackwardCFunction(Node, FunctionCtx):
 
     def name(self) -> str:
         return type(self).__name__
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        # See Note [A custom Function's node outlives its graph].
+        if not _graph_holds(self):
+            raise RuntimeError(ERR_PYNODE_DEALLOCATED)
+        if self._metadata is None:
+            self._metadata = {}
+        return self._metadata
 
     def apply(self, *args: Any) -> Any:
         """Run the user's backward (or vjp) on ``args`` (PyTorch's ``BackwardCFunction.apply``)."""
@@ -165,6 +179,66 @@ class BackwardCFunction(Node, FunctionCtx):
         self._freed = True
 
 
+ERR_PYNODE_DEALLOCATED = (
+    "You attempted to access the anomaly metadata of a custom autograd function but the underlying "
+    "PyNode has already been deallocated.  The most likely reason this occurred is because you "
+    "assigned x.grad_fn to a local variable and then let the original variable get deallocated.  "
+    "Don't do that!  If you really have no way of restructuring your code so this is the case, "
+    "please file an issue reporting that you are affected by this."
+)
+
+
+def _invalid_attribute(name: str) -> str:
+    # PyTorch's text, its non-breaking hyphen ("new\u2011style") and final space included.
+    return (
+        f"Attribute '{name}' is invalid for this instance of _C._FunctionBase. Accessing this "
+        "attribute directly on an instance of autograd.Function is a legacy access pattern that is "
+        "no longer supported. For examples on how to use new\u2011style autograd functions, see "
+        "https://pytorch.org/docs/stable/autograd.html#torch.autograd.Function "
+    )
+
+
+# Note [A custom Function's node outlives its graph]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# In PyTorch the ctx object (also what ``y.grad_fn`` returns) is a Python object that the graph's
+# C++ PyNode keeps alive, and that only holds the PyNode weakly. Once nothing in the graph holds
+# the PyNode (its outputs are gone and no other node has an edge to it), the PyNode dies and frees
+# the saved tensors, even if Python code kept the ctx (``g = y.grad_fn; del y``, or a ctx stashed
+# by backward): ``ctx.saved_tensors`` then raises "Trying to backward through the graph a second
+# time", ``ctx.metadata`` "the underlying PyNode has already been deallocated". Here the node is
+# the ctx, so "the graph still holds it" is asked of the garbage collector, only when one of those
+# two is read outside a backward (inside one, the node is running or reachable): a tensor whose
+# grad_fn it is, an edge (node, nr) in a list, a saved variable or another node referring to it
+# count; Python variables do not. A reference the check does not recognize counts as the graph's,
+# so in doubt nothing is freed.
+
+
+def _graph_holds(node: BackwardCFunction) -> bool:
+    """Whether the autograd graph still holds ``node`` (whether PyTorch's PyNode is alive)."""
+    if _tls.graph_task is not None or _tls.current_node is node:
+        return True
+    for r in gc.get_referrers(node):
+        if isinstance(r, Tensor):
+            if r._grad_fn is node:
+                return True
+        elif isinstance(r, SavedVariable):
+            if r._grad_fn is node:
+                return True
+        elif isinstance(r, Node):
+            if r is not node:
+                return True
+        elif type(r) is tuple:
+            if len(r) == 2 and r[0] is node and any(type(o) is list for o in gc.get_referrers(r)):
+                return True
+        elif type(r) is dict:
+            # A node's attribute dictionary (another node's __dict__, materialized).
+            if any(isinstance(o, Node) and o is not node for o in gc.get_referrers(r)):
+                return True
+        elif not isinstance(r, (list, types.FrameType, types.CellType, types.FunctionType)):
+            return True  # unknown holder: assume it belongs to the graph
+    return False
+
+
 class FunctionMeta(type):
     """Gives each Function subclass its node class ``<Name>Backward``."""
 
@@ -201,7 +275,46 @@ class Function(metaclass=FunctionMeta):
     _backward_cls: type[BackwardCFunction]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        pass
+        warnings.warn(
+            f"{self.__class__} should not be instantiated. Methods on autograd functions "
+            "are all static, so you should invoke them on the class itself. "
+            "Instantiating an autograd function will raise an "
+            "error in a future version of PyTorch.",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+
+    # An instance of a Function is not a node: what PyTorch's _C._FunctionBase would give a node
+    # raises (the metadata of a node that does not exist, or the legacy-access message).
+    def _register_hook_dict(self, tensor: Any) -> None:
+        raise RuntimeError(_invalid_attribute("_register_hook_dict"))
+
+    def register_hook(self, fn: Any) -> None:
+        raise RuntimeError(_invalid_attribute("register_hook"))
+
+    def register_prehook(self, fn: Any) -> None:
+        raise RuntimeError(_invalid_attribute("register_prehook"))
+
+    def name(self) -> str:
+        raise RuntimeError(_invalid_attribute("name"))
+
+    def _sequence_nr(self) -> int:
+        raise RuntimeError(_invalid_attribute("_sequence_nr"))
+
+    def _set_sequence_nr(self, nr: int) -> None:
+        raise RuntimeError(_invalid_attribute("_set_sequence_nr"))
+
+    @property
+    def next_functions(self) -> Any:
+        raise RuntimeError(_invalid_attribute("next_functions"))
+
+    @property
+    def _input_metadata(self) -> Any:
+        raise RuntimeError(_invalid_attribute("_input_metadata"))
+
+    @property
+    def metadata(self) -> Any:
+        raise RuntimeError(ERR_PYNODE_DEALLOCATED)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         raise RuntimeError(
@@ -239,6 +352,15 @@ class Function(metaclass=FunctionMeta):
             # ... but keyword arguments are refused either way, as by PyTorch's C++ apply.
             raise TypeError("apply() takes no keyword arguments")
         return _function_apply(cls, args, setup_ctx)
+
+
+class InplaceFunction(Function):
+    """This class is here only for backward compatibility reasons.
+    Use :class:`Function` instead of this for any new use case."""
+
+    def __init__(self, inplace: bool = False) -> None:
+        super().__init__()
+        self.inplace = inplace
 
 
 @functools.cache
@@ -286,7 +408,12 @@ def _function_apply(cls: type[Function], args: tuple[Any, ...], setup_ctx: bool)
 # is False. An input returned as is comes back as a view of itself (so that giving it a grad_fn
 # does not rewrite the caller's tensor); a tensor named in mark_dirty was modified in forward: its
 # version is bumped here (forward ran in no_grad, where nothing recorded it), and its history is
-# rebased onto the node, as an in-place op's would be.
+# rebased onto the node, as an in-place op's would be; every tensor named in mark_dirty must be
+# returned. Every returned view (except a modified input) becomes IN_CUSTOM_FUNCTION (or
+# MULTI_OUTPUT_NODE when the node has several differentiable outputs): modifying it in place later
+# raises, naming the custom Function, since the rebase would bypass its backward. A view that
+# gets the node as grad_fn records its current version, so in-place ops forward ran on it do not
+# make reading its grad_fn rebuild it (set_gradient_edge).
 
 
 def _wrap_outputs(
@@ -298,7 +425,8 @@ def _wrap_outputs(
     input_ids = {id(t) for t in inputs}
     dirty = _mark_dirty(ctx)
     non_diff = {id(t) for t in ctx.non_differentiable}
-    num_tensor_outputs = sum(isinstance(o, Tensor) for o in outputs)
+    returned: set[int] = set()
+    num_diff_outputs = 0
     result: list[Any] = []
     for out in outputs:
         if not isinstance(out, Tensor):
@@ -324,56 +452,75 @@ def _wrap_outputs(
             if not var.requires_grad:
                 if is_input and not is_modified:
                     var = _view_as_self_with_no_grad(var)
-                result.append(var)
-                continue
-            if is_input:
+            elif is_input:
                 var = var.detach()
             elif var._view is None:
                 var.detach_()
-            result.append(var)
-            continue
-        assert node is not None
-        output_nr = node.add_input_metadata(var)
-        if is_modified:
-            if var.is_leaf and var.requires_grad:
-                raise RuntimeError(
-                    "a leaf Variable that requires grad has been used in an in-place operation."
-                )
-            if not is_input:
-                warnings.warn(
-                    "Only input Tensors should be given to ctx.mark_dirty(). If a Tensor is not an "
-                    "input, there is no need to pass it to mark_dirty().",
-                    UserWarning,
-                    stacklevel=4,
-                )
-            if var._view is not None and num_tensor_outputs > 1:
-                raise RuntimeError(
-                    "If your Function modifies inplace an input that is a view of another "
-                    "Tensor, your Function cannot return more than one Tensor. This is not "
-                    "supported by the current autograd engine. You should either make sure the "
-                    "input is not a view (using .clone() for example) or make your Function only "
-                    "return one Tensor (potentially splitting it into two Functions: one doing "
-                    "the inplace that returns a single Tensor and a second one that does the "
-                    "other operations). You can ask on the forum https://discuss.pytorch.org/ if "
-                    "you need help to do this change."
-                )
-            from engine.autograd._views import rebase_history
-
-            node._input_metadata.pop()
-            var._grad = None  # a retained .grad described the old value
-            rebase_history(var, node)
-        elif is_input:
-            var = _view_as_self_with_no_grad(var)
-            var._grad_fn = node
-            var._output_nr = output_nr
         else:
-            var._grad_fn = node
-            var._output_nr = output_nr
-            var._requires_grad = False
-            if var._view is not None:
-                var._view.creation_meta = CreationMeta.IN_CUSTOM_FUNCTION
+            assert node is not None
+            num_diff_outputs += 1
+            output_nr = node.add_input_metadata(var)
+            if is_modified:
+                _check_modified_output(var, is_input, len(outputs))
+                from engine.autograd._views import rebase_history
+
+                node._input_metadata.pop()
+                var._grad = None  # a retained .grad described the old value
+                rebase_history(var, node)
+            elif is_input:
+                var = _view_as_self_with_no_grad(var)
+                _set_gradient_edge(var, node, output_nr)
+            else:
+                _set_gradient_edge(var, node, output_nr)
+                var._requires_grad = False
+        if not (is_input and is_modified) and var._view is not None:
+            var._view.creation_meta = CreationMeta.IN_CUSTOM_FUNCTION
+        returned.add(id(out))
         result.append(var)
+    if num_diff_outputs > 1:
+        for var in result:
+            if isinstance(var, Tensor) and var._view is not None:
+                var._view.creation_meta = CreationMeta.MULTI_OUTPUT_NODE
+    if not dirty <= returned:
+        raise RuntimeError(
+            "Some elements marked as dirty during the forward method were not returned as output. The "
+            "inputs that are modified inplace must all be outputs of the Function."
+        )
     return tuple(result)
+
+
+def _check_modified_output(var: Tensor, is_input: bool, num_outputs: int) -> None:
+    """The checks PyTorch makes on an output named in ``ctx.mark_dirty``."""
+    if var.is_leaf and var.requires_grad:
+        raise RuntimeError("a leaf Variable that requires grad has been used in an in-place operation.")
+    if not is_input:
+        warnings.warn(
+            "Only input Tensors should be given to ctx.mark_dirty(). If a Tensor is not an "
+            "input, there is no need to pass it to mark_dirty().",
+            UserWarning,
+            stacklevel=5,
+        )
+    # Counted over every output, tensor or not (PyTorch's raw_outputs).
+    if var._view is not None and num_outputs > 1:
+        raise RuntimeError(
+            "If your Function modifies inplace an input that is a view of another "
+            "Tensor, your Function cannot return more than one Tensor. This is not "
+            "supported by the current autograd engine. You should either make sure the "
+            "input is not a view (using .clone() for example) or make your Function only "
+            "return one Tensor (potentially splitting it into two Functions: one doing "
+            "the inplace that returns a single Tensor and a second one that does the "
+            "other operations). You can ask on the forum https://discuss.pytorch.org/ if "
+            "you need help to do this change."
+        )
+
+
+def _set_gradient_edge(var: Tensor, node: Node, output_nr: int) -> None:
+    # PyTorch's set_gradient_edge: a view also records that this grad_fn is current, so that
+    # in-place ops forward ran on it (before it had a grad_fn) do not make reading it rebuild it.
+    var._grad_fn = node
+    var._output_nr = output_nr
+    if var._view is not None:
+        var._view.attr_version = var._version_counter.version
 
 
 def _mark_dirty(ctx: BackwardCFunction) -> set[int]:

@@ -93,7 +93,9 @@ def _validate_v(v: tuple[Tensor, ...], other: tuple[Tensor, ...], is_other_tuple
         if el_v.size() != el_other.size():
             prepend = f"Entry {idx} in " if is_other_tuple else ""
             raise RuntimeError(
-                f"{prepend}v has invalid size: should be {el_other.size()} but got {el_v.size()}."
+                # torch prints its Size's repr here; PyTorch's tests match "torch.Size".
+                f"{prepend}v has invalid size: should be torch.Size({list(el_other.size())}) but got "
+                f"torch.Size({list(el_v.size())})."
             )
 
 
@@ -289,6 +291,27 @@ def jvp(
     outputs_t = _grad_postprocess(outputs_t, create_graph)
     result = _grad_postprocess(result, create_graph)
     return _tuple_postprocess(outputs_t, is_outputs_tuple), _tuple_postprocess(result, is_outputs_tuple)
+
+
+def _construct_standard_basis_for(
+    tensors: tuple[Tensor, ...], tensor_numels: tuple[int, ...]
+) -> tuple[Tensor, ...]:
+    """The ``N x N`` identity (``N = sum(tensor_numels)``) split column-wise into one chunk per
+    tensor, each chunk with its tensor's dtype: PyTorch's helper for vectorized ``jacobian``.
+    With ``tensor_numels = (1, 2)`` the chunks are ``[[1], [0], [0]]`` and
+    ``[[0, 0], [1, 0], [0, 1]]``."""
+    assert len(tensors) == len(tensor_numels)
+    assert len(tensors) > 0
+    total_numel = sum(tensor_numels)
+    chunks = tuple(
+        tensor.new_zeros(total_numel, tensor_numel)
+        for tensor, tensor_numel in zip(tensors, tensor_numels, strict=True)
+    )
+    diag_start_idx = 0
+    for chunk, numel in zip(chunks, tensor_numels, strict=True):
+        chunk.diagonal(diag_start_idx).fill_(1)
+        diag_start_idx -= numel
+    return chunks
 
 
 def jacobian(

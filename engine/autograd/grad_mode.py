@@ -219,3 +219,28 @@ class inference_mode(_DecoratorContextManager):  # noqa: N801
 
     def clone(self) -> inference_mode:
         return self.__class__(self.mode)
+
+
+class _force_original_view_tracking(_DecoratorContextManager):  # noqa: N801 - PyTorch's name
+    """Set whether autograd always uses view replay; a context manager or a plain call.
+
+    When a view is modified in place, autograd rebuilds its ``grad_fn`` on the base's new history:
+    with view replay, by replaying the chain of view ops from the base (``ViewBackward0`` for a
+    ``view``), otherwise with one ``as_strided`` (``AsStridedBackward0``). Only views created
+    while it is on can be replayed. The setting is thread-local and takes effect at construction
+    (so that a plain call works); leaving the ``with`` block restores the previous setting.
+    """
+
+    def __init__(self, mode: bool) -> None:
+        self.prev = _tls.view_replay_enabled
+        _tls.view_replay_enabled = mode
+        self.mode = mode
+
+    def __enter__(self) -> None:
+        pass
+
+    def __exit__(self, *args: Any) -> None:
+        _tls.view_replay_enabled = self.prev
+
+    def clone(self) -> _force_original_view_tracking:
+        return self.__class__(self.mode)

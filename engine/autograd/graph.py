@@ -21,11 +21,13 @@ __all__ = [
     "Node",
     "SavedTensor",
     "SavedVariable",
+    "allow_mutation_on_saved_tensors",
     "disable_saved_tensors_hooks",
     "get_gradient_edge",
     "gradient_edge",
     "increment_version",
     "register_multi_grad_hook",
+    "save_on_cpu",
     "saved_tensors_hooks",
 ]
 
@@ -53,13 +55,30 @@ class InputMetadata:
 
     @classmethod
     def of(cls, t: Tensor) -> InputMetadata:
-        return cls(t._data.shape, t._dtype)
+        # See Note [Objects per node]: one shared instance per (shape, dtype).
+        key = (t._data.shape, t._dtype)
+        meta = _input_metadata_cache.get(key)
+        if meta is None:
+            if len(_input_metadata_cache) >= 4096:
+                _input_metadata_cache.clear()
+            meta = _input_metadata_cache[key] = cls(*key)
+        return meta
 
     @classmethod
     def undefined(cls) -> InputMetadata:
         """PyTorch's ``Node::undefined_input()``: the slot of an output that gets no gradient
         (a non-tensor or non-differentiable output of a custom Function)."""
         return cls((), None, was_default_constructed=True)
+
+
+# Note [Objects per node]
+# ~~~~~~~~~~~~~~~~~~~~~~~
+# A graph of 100,000+ nodes (a long chain) lives in memory at once, and Python's cyclic garbage
+# collector re-scans every container object of it in each full collection: its cost grows with
+# the number of objects per node, not only with their size. So a node allocates only what it
+# needs: InputMetadata is immutable and shared per (shape, dtype), and the list of tensor
+# pre-hooks is created by the first hook registered (a shared empty tuple until then).
+_input_metadata_cache: dict[tuple[tuple[int, ...], Any], InputMetadata] = {}
 
 
 class Node:
@@ -71,6 +90,7 @@ class Node:
     """
 
     _node_name: ClassVar[str | None] = None
+    _tensor_pre_hooks: list[tuple[int, dict[int, Callable[..., Any]]]] | tuple[()] = ()
 
     def __init__(self, sequence_nr: int | None = None) -> None:
         # See Note [sequence_nr] in engine/_C.py.
@@ -85,7 +105,7 @@ class Node:
         # Tensor hooks of the outputs, in registration order: (output_nr, the tensor's own
         # ordered hook dict, shared with the tensor). A list, not a dict by output_nr: two tensor
         # objects can stand for the same output (a saved output unpacked), each with its hooks.
-        self._tensor_pre_hooks: list[tuple[int, dict[int, Callable[..., Any]]]] = []
+        # The class's empty tuple until the first one (Note [Objects per node]).
         self._retains_grad_hooks: dict[int, Callable[..., Any]] = {}
         self._metadata: dict[str, Any] | None = None
         self._saved: dict[str, SavedVariable] = {}
@@ -196,9 +216,9 @@ class Node:
         if name.startswith("_raw_saved_"):
             key = name[len("_raw_saved_") :]
             if key in self.__dict__.get("_saved", {}):
-                return SavedTensor(self._saved[key])
+                return SavedTensor._make(self._saved[key])
             if key in self._saveable_names():
-                return SavedTensor(SavedVariable(None, False))
+                return SavedTensor._make(SavedVariable(None, False))
         elif name.startswith("_saved_"):
             key = name[len("_saved_") :]
             if key in self.__dict__.get("_saved", {}):
@@ -231,12 +251,16 @@ class AccumulateGrad(Node):
         super().__init__(sequence_nr=UINT64_MAX)
         self.variable = variable
         self._input_metadata = [InputMetadata.of(variable)]
+        # Set by the engine right before apply: nothing outside the engine holds the gradient.
+        # See Note [AccumulateGrad steals the gradient].
+        self._steal_ok = False
         if emit.enabled:
             emit.emit("node_new", node=self)
 
     def apply(self, grads: list[Tensor | None]) -> list[Tensor | None]:
         new_grad = grads[0]
         variable = self.variable
+        steal_ok, self._steal_ok = self._steal_ok, False
         if new_grad is None:
             return []
         if not variable.requires_grad:
@@ -244,9 +268,10 @@ class AccumulateGrad(Node):
         old = variable._grad
         if old is None:
             if not _tls.grad_enabled:
-                # PyTorch steals new_grad when nothing else references it; we always copy,
-                # which gives the same values and keeps ``.grad`` from aliasing another tensor.
-                variable._grad = new_grad.detach().clone()
+                if steal_ok and not emit.enabled and _obeys_layout_contract(new_grad, variable):
+                    variable._grad = new_grad.detach()
+                else:
+                    variable._grad = new_grad.detach().clone()
             else:
                 # create_graph: PyTorch's clone_obey_contract, an empty tensor copy_()'d into,
                 # so the new .grad's grad_fn is CopyBackwards.
@@ -276,6 +301,31 @@ class AccumulateGrad(Node):
     @_tensor_pre_hooks.setter
     def _tensor_pre_hooks(self, value: Any) -> None:
         pass
+
+
+# Note [AccumulateGrad steals the gradient]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# The first gradient a leaf receives (no create_graph) becomes its ``.grad`` without a copy when
+# nothing but the engine holds it and its strides are the leaf's (PyTorch's "Gradient Layout
+# Contract"; a zero stride, as expand() makes, never is): ``.grad`` is then a detach() of the very
+# tensor the last node returned, as in PyTorch, where AccumulateGrad looks at the use count of the
+# tensor. The engine counts Python references instead: call_function (engine.py) knows which of
+# its own lists hold the gradient and sets ``_steal_ok`` when sys.getrefcount finds no other
+# holder (a hook or a custom backward that kept it, another node's input buffer). Otherwise, and
+# whenever the trace recorder runs (its memory view assumes a fresh .grad), it is copied. Values
+# are the same either way; what differs is whether ``.grad`` aliases that tensor (test_no_grad_copy,
+# and a post-accumulate-grad hook that modifies ``.grad`` in place, seen by the node's post hook).
+
+
+def _obeys_layout_contract(grad: Tensor, variable: Tensor) -> bool:
+    """PyTorch's ``obeys_layout_contract`` for dense tensors (plus: the memory is writable)."""
+    g, v = grad._data, variable._data
+    if g.shape != v.shape or grad._dtype is not variable._dtype or not g.flags.writeable:
+        return False
+    for n, gs, vs in zip(g.shape, g.strides, v.strides, strict=True):
+        if (n != 1 and gs != vs) or (n == 1 and gs == 0):
+            return False
+    return True
 
 
 # Note [Post-accumulate-grad hooks]
@@ -450,6 +500,14 @@ class SavedVariable:
         if self._saved_original and self._data is not None:
             grad_fn = self._data.grad_fn
         if not self._is_leaf and grad_fn is None:
+            # The saved original lost its grad_fn to an in-place detach_(). Only a node's own
+            # output is unpacked with saved_for (generated nodes unpack their inputs without it,
+            # as in PyTorch), so a saved input detached in place cannot be re-linked.
+            if saved_for is None:
+                raise RuntimeError(
+                    "Trying to use a saved tensor that has been detached in-place, i.e. with .detach_()."
+                    "This is not supported, please use out-of-place `.detach()` instead"
+                )
             grad_fn = saved_for
         if self._hooks is None:
             current = self._version_counter.version
@@ -507,10 +565,18 @@ class SavedVariable:
 
 class SavedTensor:
     """``node._raw_saved_<name>``: lets a user put their own pack/unpack hooks on one saved
-    tensor."""
+    tensor. Only nodes make them: calling the class raises, as PyTorch's does."""
 
-    def __init__(self, saved: SavedVariable) -> None:
+    _saved: SavedVariable
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        raise RuntimeError("Trying to create a SavedTensor object from Python is forbidden.")
+
+    @classmethod
+    def _make(cls, saved: SavedVariable) -> SavedTensor:
+        self = object.__new__(cls)
         self._saved = saved
+        return self
 
     def register_hooks(
         self, pack_hook: Callable[[Tensor], Any], unpack_hook: Callable[[Any], Tensor]
@@ -614,4 +680,8 @@ from engine.autograd._graph_api import (  # noqa: E402 (they build on the classe
     get_gradient_edge,
     increment_version,
     register_multi_grad_hook,
+)
+from engine.autograd._saved_tensor_contexts import (  # noqa: E402 (built on saved_tensors_hooks)
+    allow_mutation_on_saved_tensors,
+    save_on_cpu,
 )

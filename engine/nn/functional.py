@@ -25,6 +25,7 @@ from engine.trace import emit
 __all__ = [
     "adaptive_avg_pool2d",
     "avg_pool2d",
+    "batch_norm",
     "binary_cross_entropy",
     "binary_cross_entropy_with_logits",
     "conv1d",
@@ -35,6 +36,8 @@ __all__ = [
     "elu_",
     "embedding",
     "gelu",
+    "group_norm",
+    "instance_norm",
     "layer_norm",
     "leaky_relu",
     "leaky_relu_",
@@ -152,6 +155,79 @@ def layer_norm(
     eps: float = 1e-5,
 ) -> Tensor:
     return ops.layer_norm(input, normalized_shape, weight, bias, eps)  # type: ignore[no-any-return]
+
+
+def _torch_size(size: Sequence[int]) -> str:
+    # torch's messages print the size's repr, torch.Size([...]): see docs/engine.md, "Error messages".
+    return f"torch.Size({list(size)})"
+
+
+def _verify_batch_size(size: Sequence[int]) -> None:
+    size_prods = size[0]
+    for s in size[2:]:
+        size_prods *= s
+    if size_prods == 1:
+        raise ValueError(
+            f"Expected more than 1 value per channel when training, got input size {_torch_size(size)}"
+        )
+
+
+def _verify_spatial_size(size: Sequence[int]) -> None:
+    size_prods = 1
+    for s in size[2:]:
+        size_prods *= s
+    if size_prods == 1:
+        raise ValueError(
+            f"Expected more than 1 spatial element when training, got input size {_torch_size(size)}"
+        )
+
+
+def batch_norm(
+    input: Tensor,  # noqa: A002
+    running_mean: Tensor | None,
+    running_var: Tensor | None,
+    weight: Tensor | None = None,
+    bias: Tensor | None = None,
+    training: bool = False,
+    momentum: float = 0.1,
+    eps: float = 1e-5,
+) -> Tensor:
+    """Normalize each channel (dim 1) by the batch's statistics (training) or the running ones."""
+    if training:
+        _verify_batch_size(input.size())
+    return ops.batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps, False)  # type: ignore[no-any-return]
+
+
+def instance_norm(
+    input: Tensor,  # noqa: A002
+    running_mean: Tensor | None = None,
+    running_var: Tensor | None = None,
+    weight: Tensor | None = None,
+    bias: Tensor | None = None,
+    use_input_stats: bool = True,
+    momentum: float = 0.1,
+    eps: float = 1e-5,
+) -> Tensor:
+    """Normalize each channel of each sample by its own statistics."""
+    if use_input_stats:
+        _verify_spatial_size(input.size())
+    return ops.instance_norm(  # type: ignore[no-any-return]
+        input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps, False
+    )
+
+
+def group_norm(
+    input: Tensor,  # noqa: A002
+    num_groups: int,
+    weight: Tensor | None = None,
+    bias: Tensor | None = None,
+    eps: float = 1e-5,
+) -> Tensor:
+    """Normalize each group of channels of each sample by its own statistics."""
+    if input.dim() < 2:
+        raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received {input.dim()}")
+    _verify_batch_size([input.size(0) * input.size(1) // num_groups, num_groups, *input.size()[2:]])
+    return ops.group_norm(input, num_groups, weight, bias, eps, False)  # type: ignore[no-any-return]
 
 
 def embedding(

@@ -32,6 +32,9 @@ PLAIN_OVERLOADS = {
     **dict.fromkeys(("select", "transpose", "unbind"), "int"),
     "slice": "Tensor",
     "where": "self",
+    # One entry for both overloads: a Python number as the value is torch's .Scalar.
+    "searchsorted": "Tensor",
+    "bucketize": "Tensor",
 }
 # Entries of the engine's own, with no aten counterpart.
 ENGINE_ONLY = frozenset({"_as_strided_scatter_add"})

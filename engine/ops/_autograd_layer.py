@@ -41,6 +41,7 @@ def _autograd_call(op: Op, bound: dict[str, Any]) -> Any:
         _tls.grad_enabled
         and op.node_name is not None
         and any(t is not None and t.requires_grad for t in inputs)
+        and (op.output_differentiability is None or op.output_differentiability(bound))
     )
     if op.is_inplace:
         from engine.autograd._views import check_inplace
@@ -71,7 +72,9 @@ def _autograd_call(op: Op, bound: dict[str, Any]) -> Any:
             _emit_op(op, bound, outs, None)
         return outs
     out_tuple = outs if isinstance(outs, tuple) else (outs,)
-    if op.is_inplace:
+    if op.view == "inplace":
+        _set_inplace_view_history(out_tuple[0], node)
+    elif op.is_inplace:
         from engine.autograd._views import rebase_history
 
         rebase_history(out_tuple[0], node)
@@ -89,6 +92,16 @@ def _autograd_call(op: Op, bound: dict[str, Any]) -> Any:
     if emit.enabled:
         _emit_op(op, bound, outs, node)
     return outs
+
+
+def _set_inplace_view_history(t: Tensor, node: Node) -> None:
+    """An in-place view op's history (PyTorch's ``set_history``, not ``rebase_history``): the
+    tensor's grad_fn is the op's node, on top of its previous one; a view also records that this
+    grad_fn is current, so reading it does not rebuild it from the base (``set_gradient_edge``)."""
+    t._grad_fn = node
+    t._output_nr = node.add_input_metadata(t)
+    if t._view is not None:
+        t._view.attr_version = t._version_counter.version
 
 
 def _emit_op(op: Op, bound: dict[str, Any], outs: Any, node: Node | None) -> None:
@@ -147,8 +160,12 @@ class _GeneratedNode(Node):
 
     def apply(self, grads: list[Tensor | None]) -> list[Tensor | None]:
         op = self.op
-        # See Note [Saved variable order]: unpack everything first, in pack order.
-        values: dict[str, Any] = {name: sv.unpack(self) for name, sv in self._saved.items()}
+        # See Note [Saved variable order]: unpack everything first, in pack order. Like PyTorch's
+        # generated code, only saved outputs are unpacked with the node (``saved_for``).
+        values: dict[str, Any] = {
+            name: sv.unpack(self if getattr(sv, "_is_output", False) else None)
+            for name, sv in self._saved.items()
+        }
         values.update(self._saved_attrs)
         values["grad"] = grads[0]
         values["grads"] = grads

@@ -39,6 +39,7 @@ from engine.ops._kernel import (
     _scalar_type_name,
     _wrapped_number,
 )
+from engine.ops._out import call_out
 from engine.ops._samples import SampleInput
 
 __all__ = ["OPS", "DispatchMode", "Op", "SampleInput", "_scalar_type_name", "composite", "op"]
@@ -76,9 +77,11 @@ class Op:
         samples: Callable[[], list[SampleInput]] | None = None,
         method: bool = True,
         function: bool = True,
+        output_differentiability: Callable[[dict[str, Any]], bool] | None = None,
     ) -> None:
         self.name = name
         self.kernel = kernel
+        self.output_differentiability = output_differentiability
         self.node_name = node
         self.dtypes = dtypes
         self.view = view
@@ -127,11 +130,17 @@ class Op:
         self.saved_input_users = {
             s: tuple(i for i, f in self.derivatives.items() if s in f.needs) for s in self.saved_inputs
         }
+        # torch's ``.out`` overloads: ops with one result that is neither a view nor self.
+        self.accepts_out = (
+            not self.is_inplace and view is None and len(self.outputs) == 1 and "out" not in self.param_names
+        )
 
     def __repr__(self) -> str:
         return f"engine.ops.{self.name}"
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if "out" in kwargs and self.accepts_out:
+            return call_out(self, args, kwargs)  # See Note [out= variants]
         bound = self._bind(args, kwargs)
         if _tls.below_autograd:
             return _python_dispatch(self, bound)
@@ -181,8 +190,12 @@ class CompositeOp:
         self.method = method
         self.function = function
         self.__doc__ = fn.__doc__
+        params = inspect.signature(fn).parameters
+        self.accepts_out = "out" not in params and not self.name.endswith("_")
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if "out" in kwargs and self.accepts_out:
+            return call_out(self, args, kwargs)  # See Note [out= variants]
         return self.fn(*args, **kwargs)
 
     def __repr__(self) -> str:
@@ -202,6 +215,7 @@ def op(
     function: bool = True,
     name: str | None = None,
     inplace: bool = False,
+    output_differentiability: Callable[[dict[str, Any]], bool] | None = None,
 ) -> Callable[[Callable[..., Any]], Op]:
     """Register an op: see the module docstring.
 
@@ -212,12 +226,17 @@ def op(
             same, integers become the default float), ``"keep"`` (the kernel decides, e.g.
             int64 indices), ``"bool"`` (comparisons: inputs promoted, bool result).
         view: ``"view"`` if the output is a view of ``self``, ``"multi"`` for ops returning
-            several views (``split``), ``"alias"`` for a non-differentiable alias (``detach``).
+            several views (``split``), ``"alias"`` for a non-differentiable alias (``detach``),
+            ``"inplace"`` (with ``inplace=True``) for an in-place view op (``t_``): ``self``
+            itself becomes the kernel's view, keeping its identity and view metadata.
         outputs: output names as the formulas see them; ``differentiable_outputs`` marks
             outputs that get a grad_fn (``max.dim``'s indices do not).
         inplace: the op only exists in place (``zero_``, ``copy_``): its result is written
             into ``self``. In-place twins of out-of-place ops come from ``inplace_variant``.
         name: the op's name when it differs from the kernel's (``"pow.Tensor_Scalar"``).
+        output_differentiability: derivatives.yaml's condition of that name, on the call's
+            arguments: when it is false the output gets no history (``_to_copy`` to an integer
+            dtype: ``"!dtype || isDifferentiableType(*dtype)"``).
     """
 
     def decorate(kernel: Callable[..., Any]) -> Op:
@@ -242,6 +261,7 @@ def op(
             method=method,
             function=function,
             inplace=inplace,
+            output_differentiability=output_differentiability,
         )
         if op_name in OPS:
             raise KeyError(f"op {op_name} is defined twice")

@@ -5,6 +5,7 @@ See the module docstring of ``_dispatch.py`` for the whole pipeline.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -29,12 +30,43 @@ def _inplace_or_view(op: Op, bound: dict[str, Any]) -> Any:
             emit.emit("version_bump", tensor=bound["self"])
     elif op.view is not None:
         base: Tensor = bound["self"]
-        for t in outs if isinstance(outs, tuple) else (outs,):
-            _as_view(base, t, op.view)
+        # See Note [View replay]: only then does a view record how to remake it.
+        multi = isinstance(outs, tuple)
+        for i, t in enumerate(outs if multi else (outs,)):
+            fn = _view_fn(op, bound, i if multi else None) if _tls.view_replay_enabled else None
+            _as_view(base, t, op.view, fn)
     return outs
 
 
-def _as_view(base: Tensor, view: Tensor, kind: str) -> None:
+# Note [View replay]
+# ~~~~~~~~~~~~~~~~~~
+# When a view is modified in place, its grad_fn is rebuilt on top of its base's new history
+# (Note [View + in-place]). By default one ``as_strided`` of the base remakes the view
+# (``AsStridedBackward0``). Under ``torch.autograd._force_original_view_tracking(True)``, PyTorch's
+# ``ViewInfo`` also records a *view function*: the chain of view ops from the root base (each op
+# called again with its own arguments), and the rebuilt grad_fn is the last op's node
+# (``ViewBackward0`` for ``view``). PyTorch's ``ViewInfo::chain``: a view made while replay is
+# off has a view function only if its base has one, and then it ends with ``as_strided``; a view
+# made while it is on, of a view without one, starts with its base's ``as_strided``.
+
+
+def _view_fn(op: Op, bound: dict[str, Any], index: int | None) -> Callable[[Tensor], Tensor]:
+    """Call ``op`` again, with the same arguments, on a new ``self`` (output ``index`` of a
+    multi-output view op)."""
+    rest = {n: v for n, v in bound.items() if n != "self"}
+    positional = [n for n in op._positional if n != "self"]
+
+    def view_fn(new_base: Tensor) -> Tensor:
+        args = (new_base, *(rest[n] for n in positional))
+        out = op(*args, **{n: v for n, v in rest.items() if n not in positional})
+        return out if index is None else out[index]
+
+    return view_fn
+
+
+def _as_view(
+    base: Tensor, view: Tensor, kind: str, view_fn: Callable[[Tensor], Tensor] | None = None
+) -> None:
     view._version_counter = base._version_counter
     # A view is an inference tensor iff its base is, whatever the mode it was made in.
     view._inference = base._inference
@@ -54,7 +86,22 @@ def _as_view(base: Tensor, view: Tensor, kind: str) -> None:
         previous = base._view.creation_meta
         if meta == CreationMeta.DEFAULT or previous == CreationMeta.INFERENCE_MODE:
             meta = previous
-    view._view = _ViewInfo(root, meta, base._version_counter.version)
+    base_fn = base._view.view_fn if base._view is not None else None
+    if view_fn is None and base_fn is not None:
+        view_fn = _as_strided_view_fn(view, root)
+    elif view_fn is not None and base._view is not None:
+        op_fn, base_fn = view_fn, base_fn or _as_strided_view_fn(base, root)
+        view_fn = lambda r: op_fn(base_fn(r))  # noqa: E731 - see Note [View replay]
+    view._view = _ViewInfo(root, meta, base._version_counter.version, view_fn)
+
+
+def _as_strided_view_fn(t: Tensor, root: Tensor) -> Callable[[Tensor], Tensor]:
+    """Remake ``t`` from (a tensor like) ``root`` with one ``as_strided``."""
+    from engine.autograd._views import _offset_in, _replay_view
+
+    geometry = (tuple(t.shape), t.stride(), _offset_in(t, root))
+    is_complex = t.is_complex()
+    return lambda r: _replay_view(r, is_complex, *geometry)
 
 
 # --- layer 3: Python dispatch modes -------------------------------------------------------
@@ -103,6 +150,24 @@ def _python_dispatch(op: Op, bound: dict[str, Any]) -> Any:
 # --- layer 4: the kernel --------------------------------------------------------------------
 
 
+# In-place ops PyTorch lets write into a tensor whose elements share memory (an expand()ed
+# tensor): they write the same value wherever they write (torch warns about the masked ones).
+_OVERLAP_OK = frozenset(
+    {"fill_", "zero_", "masked_fill_", "index_put_", "_index_put_impl_", "tril_", "triu_"}
+)
+
+
+def _assert_no_internal_overlap(t: Tensor) -> None:
+    """PyTorch's ``assert_no_internal_overlap``: a size > 1 dimension with stride 0 means
+    several elements of the written-to tensor are one memory location."""
+    data = t._data
+    if any(st == 0 and n > 1 for n, st in zip(data.shape, data.strides, strict=True)):
+        raise RuntimeError(
+            "unsupported operation: more than one element of the written-to tensor refers to a single "
+            "memory location. Please clone() the tensor before performing the operation."
+        )
+
+
 def _run_kernel(op: Op, bound: dict[str, Any]) -> Any:
     out_dtype: _dtype.dtype | None = None
     cast_to: _dtype.dtype | None = None
@@ -126,8 +191,15 @@ def _run_kernel(op: Op, bound: dict[str, Any]) -> Any:
             args[n] = v
     if op.is_inplace:
         self_t: Tensor = bound["self"]
+        if op.view is None and op.name.split(".")[0] not in _OVERLAP_OK:
+            _assert_no_internal_overlap(self_t)
         with np.errstate(all="ignore"):  # IEEE results (nan, inf) without NumPy's warnings, like torch
             result = op.kernel(**args)
+        if op.view == "inplace":
+            # An in-place view op (t_, as_strided_) changes self's geometry, not its values: self
+            # now looks at the same memory through the kernel's NumPy view.
+            self_t._data = result
+            return self_t
         if isinstance(result, tuple):
             result = result[0]
         if out_dtype is not None and not _can_cast(out_dtype, self_t._dtype):

@@ -115,8 +115,13 @@ def cast_array(a: Array, d: np.dtype) -> Array:
     node="ToCopyBackward0",
     method=False,
     function=False,
+    # derivatives.yaml: output_differentiability: ["!dtype || isDifferentiableType(*dtype)"]
+    output_differentiability=lambda bound: (
+        bound["dtype"] is None or bound["dtype"].is_floating_point or bound["dtype"].is_complex
+    ),
     samples=lambda: [
         SampleInput((T.of(2, 3),), {"dtype": _dtype.complex128}, note="to complex"),
+        SampleInput((T.of(2, 3),), {"dtype": _dtype.int64}, note="to int64"),
         SampleInput((T.of(2, 3),), {"dtype": _dtype.float32}, gradcheck=False),  # float32 output
     ],
 )

@@ -414,3 +414,195 @@ def topk(
 ) -> tuple[Tensor, Tensor]:
     """``(values, indices)`` of the ``k`` largest elements (``engine.return_types.topk``)."""
     return return_types_topk(*topk_default(self, k, dim, largest, sorted))  # type: ignore[no-any-return]
+
+
+# --- unique, count_nonzero ------------------------------------------------------------------------
+
+
+def _unique_not_implemented(name: str):  # type: ignore[no-untyped-def]
+    """derivatives.yaml's ``self: not_implemented("<name>")`` of the unique family."""
+
+    def formula(grad: Tensor) -> Tensor:
+        raise NotImplementedError(f"the derivative for '{name}' is not implemented.")
+
+    return formula
+
+
+def _unique_along(a: Array, dim: int | None, consecutive: bool) -> tuple[Array, Array, Array]:
+    """Distinct values (or slices along ``dim``), the inverse indices and the counts."""
+    if dim is None:
+        a = a.reshape(-1)
+        d = 0
+    else:
+        d = _wrap_dim(dim, a.ndim)
+    moved = np.moveaxis(a, d, 0).reshape(a.shape[d], -1)
+    if consecutive:
+        n = moved.shape[0]
+        starts = [0] + [i for i in range(1, n) if not np.array_equal(moved[i], moved[i - 1])]
+        counts = np.diff([*starts, n])
+        inverse = np.repeat(np.arange(len(starts)), counts)
+        values = np.take(a, starts, axis=d)
+    else:
+        _, first, inverse, counts = np.unique(
+            moved, axis=0, return_index=True, return_inverse=True, return_counts=True
+        )
+        values = np.take(a, first, axis=d)
+    return values, inverse.reshape(-1).astype(np.int64), counts.astype(np.int64)
+
+
+@op(
+    derivatives={"self": _unique_not_implemented("_unique")},
+    node="UniqueBackward0",
+    dtypes="keep",
+    outputs=("result0", "result1"),
+    differentiable_outputs=(True, False),
+    method=False,
+)
+def _unique(self: Tensor, sorted: bool = True, return_inverse: bool = False) -> tuple[Array, Array]:  # noqa: A002
+    values, inverse, _ = _unique_along(np.asarray(self), None, False)
+    return values, inverse.reshape(self.shape) if return_inverse else np.zeros(0, np.int64)
+
+
+@op(
+    derivatives={"self": _unique_not_implemented("unique_dim")},
+    node="UniqueDimBackward0",
+    dtypes="keep",
+    outputs=("result0", "result1", "result2"),
+    differentiable_outputs=(True, False, False),
+    method=False,
+    function=False,
+    samples=lambda: [
+        SampleInput((Lit([[3, 1], [2, 2], [3, 1]]), 0)),
+        SampleInput((Lit([[3.0, 1.0, 3.0], [2.0, 2.0, 2.0]], "float64"), 1, True, True, True)),
+    ],
+)
+def unique_dim(
+    self: Tensor,
+    dim: int,
+    sorted: bool = True,  # noqa: A002
+    return_inverse: bool = False,
+    return_counts: bool = False,
+) -> tuple[Array, Array, Array]:
+    """``torch._VF.unique_dim``: the distinct slices along ``dim`` (inverse and counts always)."""
+    return _unique_along(np.asarray(self), dim, False)
+
+
+@op(
+    derivatives={"self": _unique_not_implemented("unique_consecutive")},
+    node="UniqueConsecutiveBackward0",
+    name="unique_consecutive.default",
+    dtypes="keep",
+    outputs=("result0", "result1", "result2"),
+    differentiable_outputs=(True, False, False),
+    method=False,
+    function=False,
+    samples=lambda: [
+        SampleInput((Lit([3.0, 3.0, 1.0, 3.0], "float64"), True, True)),
+        SampleInput((Lit([[3, 1], [3, 1], [2, 2]]), False, True, 0), note="dim"),
+    ],
+)
+def _unique_consecutive(
+    self: Tensor, return_inverse: bool = False, return_counts: bool = False, dim: int | None = None
+) -> tuple[Array, Array, Array]:
+    values, inverse, counts = _unique_along(np.asarray(self), dim, True)
+    if dim is not None:  # torch's unique_dim_consecutive fills both, asked for or not
+        return values, inverse, counts
+    inverse = inverse.reshape(self.shape)
+    return (
+        values,
+        inverse if return_inverse else np.zeros(0, np.int64),
+        counts if return_counts else np.zeros(0, np.int64),
+    )
+
+
+def _unique_result(
+    values: Tensor, inverse: Tensor, counts: Tensor, return_inverse: bool, return_counts: bool
+) -> Any:
+    if return_inverse and return_counts:
+        return values, inverse, counts
+    if return_inverse:
+        return values, inverse
+    if return_counts:
+        return values, counts
+    return values
+
+
+@composite(
+    samples=lambda: [
+        SampleInput((Lit([3.0, 1.0, 1.0, 3.0, 2.0], "float64"),)),
+        SampleInput(
+            (Lit([[3, 1], [3, 1], [2, 2]]),), {"return_inverse": True, "return_counts": True, "dim": 0}
+        ),
+    ],
+)
+def unique_consecutive(
+    self: Tensor, return_inverse: bool = False, return_counts: bool = False, dim: int | None = None
+) -> Any:
+    """``torch.unique_consecutive``: collapse runs of equal values (or slices along ``dim``)."""
+    values, inverse, counts = _unique_consecutive(self, return_inverse, return_counts, dim)
+    return _unique_result(values, inverse, counts, return_inverse, return_counts)
+
+
+@op(
+    derivatives={"self": _unique_not_implemented("_unique2")},
+    node="Unique2Backward0",
+    dtypes="keep",
+    outputs=("result0", "result1", "result2"),
+    differentiable_outputs=(True, False, False),
+    method=False,
+)
+def _unique2(
+    self: Tensor,
+    sorted: bool = True,
+    return_inverse: bool = False,
+    return_counts: bool = False,  # noqa: A002
+) -> tuple[Array, Array, Array]:
+    """PyTorch's CPU ``_unique2``: the distinct values (sorted, whatever ``sorted`` says, as
+    torch's CPU kernel for a flattened input returns them), the index of each input element
+    among them and their counts; the last two are empty unless asked for."""
+    values, inverse, counts = np.unique(np.asarray(self), return_inverse=True, return_counts=True)
+    inverse = inverse.reshape(self.shape).astype(np.int64) if return_inverse else np.zeros(0, np.int64)
+    counts = counts.astype(np.int64) if return_counts else np.zeros(0, np.int64)
+    return values, inverse, counts
+
+
+@composite(
+    method=True,
+    samples=lambda: [
+        SampleInput((Lit([3.0, 1.0, 3.0, 2.0], "float64"),)),
+        SampleInput((Lit([[3, 1], [3, 2]]),), {"return_inverse": True, "return_counts": True}),
+        SampleInput((Lit([3.0, 1.0, 3.0], "float64"),), {"sorted": False, "return_counts": True}),
+        SampleInput((Lit([[3, 1], [2, 2], [3, 1]]),), {"return_inverse": True, "dim": 0}, note="dim"),
+    ],
+)
+def unique(
+    self: Tensor,
+    sorted: bool = True,  # noqa: A002
+    return_inverse: bool = False,
+    return_counts: bool = False,
+    dim: int | None = None,
+) -> Any:
+    """``torch.unique``: the values (``_unique2``, or ``unique_dim`` along ``dim``), then the
+    inverse indices and the counts if asked for."""
+    if dim is not None:
+        values, inverse, counts = unique_dim(self, dim, sorted, return_inverse, return_counts)
+    else:
+        values, inverse, counts = _unique2(self, sorted, return_inverse, return_counts)
+    return _unique_result(values, inverse, counts, return_inverse, return_counts)
+
+
+@op(
+    dtypes="keep",
+    samples=lambda: [
+        SampleInput((Lit([[1.0, 0.0], [2.0, 0.0]], "float64"),)),
+        SampleInput((Lit([[1.0, 0.0], [2.0, 0.0]], "float64"), 0)),
+        SampleInput((Lit([[1.0, 0.0], [2.0, 0.0]], "float64"), (0, 1))),
+    ],
+)
+def count_nonzero(self: Tensor, dim: int | Sequence[int] | None = None) -> Array:
+    dims = (
+        None
+        if dim is None
+        else tuple(_wrap_dim(d, self.ndim) for d in ([dim] if isinstance(dim, int) else dim))
+    )
+    return np.asarray(np.count_nonzero(self, axis=dims), dtype=np.int64)

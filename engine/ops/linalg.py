@@ -14,9 +14,10 @@ from collections.abc import Sequence
 import numpy as np
 
 from engine._C import _tls
-from engine._tensor import _CPP_TYPE_NAMES, Tensor, _wrap_dim
+from engine._tensor import _CPP_TYPE_NAMES, Tensor
 from engine.ops._dispatch import _scalar_type_name, composite, op
 from engine.ops._samples import SampleInput, T
+from engine.ops.inplace_views import squeeze__dim
 from engine.ops.pointwise import _conj_scalar, _maybe_multiply, infer_size
 from engine.ops.shape import _expanded_shape, _unsafe_view
 
@@ -294,27 +295,6 @@ def outer(self: Tensor, vec2: Tensor) -> Tensor:
 
 
 # --- matmul ---------------------------------------------------------------------------------------
-
-
-@op(
-    derivatives={
-        "self": lambda grad, dim, self_sym_sizes: (
-            grad.unsqueeze(dim) if self_sym_sizes[_wrap_dim(dim, len(self_sym_sizes))] == 1 else grad
-        )
-    },
-    name="squeeze_.dim",
-    node="SqueezeBackward4",
-    dtypes="keep",
-    inplace=True,
-    method=False,
-    function=False,
-)
-def squeeze__dim(self: Tensor, dim: int) -> Array:
-    """In place, metadata only: the array object itself loses the dimension."""
-    d = _wrap_dim(dim, self.ndim)
-    if self.ndim and self.shape[d] == 1:
-        self.shape = self.shape[:d] + self.shape[d + 1 :]
-    return self
 
 
 def _should_fold(tensor1: Tensor, tensor2: Tensor) -> bool:

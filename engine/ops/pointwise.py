@@ -17,7 +17,7 @@ import numpy as np
 from engine import _dtype
 from engine._factories import zeros_like
 from engine._tensor import Tensor
-from engine.ops._dispatch import composite, inplace_variant, op
+from engine.ops._dispatch import _scalar_type_name, composite, inplace_variant, op
 from engine.ops._samples import Lit, SampleInput, T
 from engine.ops.complex import handle_r_to_c
 
@@ -571,6 +571,39 @@ def _atan2_backward(grad: Tensor, self: Tensor, other: Tensor, which: int) -> Te
 def atan2(self: Tensor, other: Tensor) -> Array:
     infer_size(self.shape, other.shape)
     return np.arctan2(self, other)
+
+
+def _derivative_not_implemented(name: str):  # type: ignore[no-untyped-def]
+    """derivatives.yaml's ``not_implemented("name")`` formula: the node exists, its backward raises."""
+
+    def formula(grad: Tensor) -> Tensor:
+        raise NotImplementedError(f"the derivative for '{name}' is not implemented.")
+
+    return formula
+
+
+@op(
+    derivatives={
+        "self": _derivative_not_implemented("nextafter"),
+        "other": _derivative_not_implemented("nextafter"),
+    },
+    # Backward raises in both (tests/engine/test_ops_out.py checks it): samples without grad.
+    samples=lambda: [
+        SampleInput((T.of(2, 3, grad=False), T.of(2, 3, grad=False))),
+        SampleInput((T.of(2, 3, grad=False), T.of(3, grad=False)), note="broadcast"),
+        SampleInput(
+            (T((2, 3), dtype="float32", grad=False), T((2, 3), dtype="float32", grad=False)), note="float32"
+        ),
+        SampleInput((Lit([1, 2]), Lit([2, 1])), note="int64"),
+    ],
+)
+def nextafter(self: Tensor, other: Tensor) -> Array:
+    """The next floating-point value after ``self`` towards ``other`` (C's ``nextafter``)."""
+    infer_size(self.shape, other.shape)
+    kind = np.result_type(self, other)
+    if not np.issubdtype(kind, np.floating):
+        raise NotImplementedError(f"\"nextafter_cpu\" not implemented for '{_scalar_type_name(kind)}'")
+    return np.nextafter(self, other)
 
 
 def _not_implemented(name: str):  # type: ignore[no-untyped-def]

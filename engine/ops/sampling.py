@@ -235,6 +235,34 @@ def bernoulli__Tensor(self: Tensor, p: Tensor, *, generator: Generator | None = 
     return _bernoulli(self, np.broadcast_to(p, self.shape), generator)
 
 
+@op(
+    derivatives={"self": _zero_self},
+    node="BernoulliBackward0",
+    dtypes="keep",
+    samples=lambda: [
+        SampleInput((Lit([1.0, 0.0, 1.0], "float64", grad=True),), gradcheck=False),  # p at the bounds
+        SampleInput((Lit([[0.0, 1.0]], "float32"),), note="float32"),
+        SampleInput((Lit([1, 0]),), note="int64"),
+        SampleInput((Lit([2.0], "float64"),), note="p > 1"),
+    ],
+)
+def bernoulli(self: Tensor, *, generator: Generator | None = None) -> Array:
+    """``torch.bernoulli(input)``: 1 with the probability each element of ``self`` holds, else 0,
+    in ``self``'s dtype. (The ``bernoulli(p)`` overload is not implemented.)"""
+    a = np.asarray(self)  # the kernel gets the array
+    if not np.issubdtype(a.dtype, np.floating):
+        name = {np.dtype(np.int64): "Long", np.dtype(np.int32): "Int", np.dtype(np.bool_): "Bool"}.get(
+            a.dtype, str(a.dtype)
+        )
+        raise NotImplementedError(f"\"bernoulli_tensor_cpu_p_\" not implemented for '{name}'")
+    if not np.all((a >= 0) & (a <= 1)):
+        raise RuntimeError(
+            "Expected p_in >= 0 && p_in <= 1 to be true, but got false.  (Could this error message be "
+            "improved?  If so, please report an enhancement request to PyTorch.)"
+        )
+    return _bernoulli(a, a, generator).astype(a.dtype)
+
+
 @composite(function=False)
 def bernoulli_(self: Tensor, p: Tensor | float = 0.5, *, generator: Generator | None = None) -> Tensor:
     """Fill with 1 (probability ``p``) or 0."""

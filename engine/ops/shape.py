@@ -308,7 +308,10 @@ def t(self: Tensor) -> Array:
     ],
 )
 def expand(self: Tensor, size: Sequence[int]) -> Array:
-    return np.broadcast_to(self, _expanded_shape(self, size))
+    # Writable, like torch's (np.broadcast_to's result is read-only): an in-place op on it, or on a
+    # view of it, reaches _run_kernel, which refuses to write where elements share memory.
+    out = np.broadcast_to(self, _expanded_shape(self, size))
+    return _np_as_strided(self, shape=out.shape, strides=out.strides)
 
 
 def _expanded_shape(a: Array, size: Sequence[int]) -> tuple[int, ...]:

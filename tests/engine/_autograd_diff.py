@@ -33,11 +33,14 @@ class Raised:
 _TRIGGERED = re.compile(r" \(Triggered internally at [^)]*\.\)")
 # torch.Size, torch.float64, torch::autograd; not "PyTorch.". The public functions and modules a
 # message cites keep torch's name in the engine's text too (the spec: messages are torch's word for
-# word, torch names included; type names and reprs are the engine's own).
+# word, torch names included; type names and reprs are the engine's own). Exception: the sizes of
+# autograd.functional's "v has invalid size: should be torch.Size([..]) but got torch.Size([..])."
+# are written as torch's text (PyTorch's own tests match "should be torch.Size").
 _TORCH = re.compile(
-    r"(?<![A-Za-z])torch(?=\.|::)"
+    r"(?<![A-Za-z])(?!(?<=should be )torch\.Size|(?<=but got )torch\.Size)torch(?=\.|::)"
     r"(?!\.autograd\.(?:set_detect_anomaly|backward\b|functional\.jacobian)|\.utils\.checkpoint"
-    r"|\.ops\.aten\.mm`|\.ops\.aten\.mm\.default`|\.tensor\(sourceTensor\)|\.sign is|\.sgn instead)"
+    r"|\.ops\.aten\.mm`|\.ops\.aten\.mm\.default`|\.tensor\(sourceTensor\)|\.sign is|\.sgn instead"
+    r"|\.Tensor\(tensor, device=device\)|\.tensor\(\.\.\.\)|\.as_tensor\(\.\.\.\))"
 )
 
 

@@ -1,4 +1,5 @@
-"""``LayerNorm``: normalize over the trailing ``normalized_shape`` dims, then scale and shift."""
+"""``LayerNorm`` (normalize over the trailing ``normalized_shape`` dims, then scale and shift) and
+``GroupNorm`` (normalize each group of channels of each sample)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from engine.nn import init
 from engine.nn.modules.module import Module
 from engine.nn.parameter import Parameter
 
-__all__ = ["LayerNorm"]
+__all__ = ["GroupNorm", "LayerNorm"]
 
 
 class LayerNorm(Module):
@@ -58,3 +59,44 @@ class LayerNorm(Module):
 
     def extra_repr(self) -> str:
         return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
+
+
+class GroupNorm(Module):
+    weight: Parameter | None
+    bias: Parameter | None
+
+    def __init__(
+        self,
+        num_groups: int,
+        num_channels: int,
+        eps: float = 1e-5,
+        affine: bool = True,
+        device: Any = None,
+        dtype: DType | None = None,
+    ) -> None:
+        super().__init__()
+        if num_channels % num_groups != 0:
+            raise ValueError("num_channels must be divisible by num_groups")
+        self.num_groups = num_groups
+        self.num_channels = num_channels
+        self.eps = eps
+        self.affine = affine
+        if self.affine:
+            self.weight = Parameter(empty(num_channels, dtype=dtype))
+            self.bias = Parameter(empty(num_channels, dtype=dtype))
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        if self.affine:
+            assert self.weight is not None and self.bias is not None
+            init.ones_(self.weight)
+            init.zeros_(self.bias)
+
+    def forward(self, input: Tensor) -> Tensor:  # noqa: A002
+        return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
+
+    def extra_repr(self) -> str:
+        return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}"
