@@ -185,6 +185,42 @@ def cmd_trace(args: argparse.Namespace) -> int:
     return 0 if result.ok else 1
 
 
+def cmd_export(args: argparse.Namespace) -> int:
+    """One self-contained HTML file of a trace file, or of a scenario run first (app/export_html.py)."""
+    from app.export_html import lens_data, page_html, run_of_trace
+    from app.imported import BadTrace, describe, read_trace
+    from app.runs import docstring_title
+
+    given = Path(args.scenario)
+    ok = True
+    if given.suffix == ".json" and given.is_file():
+        try:
+            doc = read_trace(given.read_bytes())
+        except BadTrace as e:
+            print(f"autograd-lens: {given} is not a trace: {e}", file=sys.stderr)
+            return 2
+        info = describe(doc)
+        filename, source, backend = info.filename, info.source, info.backend
+        title = docstring_title(source) or info.name
+    else:
+        result = _run(args)
+        if isinstance(result, int):
+            return result
+        if result.trace is None:
+            return 1
+        doc, ok = result.trace, result.ok
+        path = resolve_scenario(args.scenario)
+        source = path.read_text(encoding="utf-8")
+        filename, backend = result.filename or path.name, args.backend
+        title = docstring_title(source) or path.stem
+    run = run_of_trace(doc, run_id=given.stem, title=title, filename=filename, source=source, backend=backend)
+    out = Path(args.html)
+    out.write_text(page_html(lens_data(run, doc)), encoding="utf-8")
+    if not args.quiet:
+        print(f"wrote {out} ({len(doc['events'])} events; open it in a browser)", file=sys.stderr)
+    return 0 if ok else 1
+
+
 # --- the viewer of a running web app -------------------------------------------------------------
 
 
@@ -657,6 +693,16 @@ def build_parser() -> argparse.ArgumentParser:
     p_list = sub.add_parser("scenarios", help="list the bundled scenarios")
     p_list.set_defaults(func=cmd_scenarios)
 
+    p_export = sub.add_parser(
+        "export",
+        help="the viewer of a run as one HTML file that opens without a server",
+        description="RUN_OR_TRACE: a trace file (.json, from `trace -o`), or a scenario (a Python "
+        "file or a bundled scenario's id) run first.",
+    )
+    run_options(p_export)
+    p_export.add_argument("--html", required=True, metavar="OUT", help="the HTML file to write")
+    p_export.set_defaults(func=cmd_export)
+
     p_serve = sub.add_parser("serve", help="start the web app (http://127.0.0.1:8000)")
     p_serve.add_argument("--host", help="default: $AUTOGRAD_LENS_HOST or 127.0.0.1")
     p_serve.add_argument("--port", type=int, help="default: $AUTOGRAD_LENS_PORT or 8000")
@@ -673,7 +719,7 @@ def main(argv: list[str] | None = None) -> int:
         at = argv.index("--")
         argv, script_args = argv[:at], argv[at + 1 :]
     args = build_parser().parse_args(argv)
-    if script_args and args.command not in ("trace", "dot", "diff", "memory"):
+    if script_args and args.command not in ("trace", "dot", "diff", "memory", "export"):
         print(f"autograd-lens: {args.command} takes no arguments after --", file=sys.stderr)
         return 2
     args.script_args = script_args

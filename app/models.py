@@ -102,6 +102,14 @@ class Run(BaseModel):
     filename: str = Field(description="the file name events' src.file and errors use")
     source: str = Field(description="the scenario's text")
     error: RunErrorInfo | None
+    truncated: bool = Field(
+        default=False,
+        description="the trace was cut short (meta.truncated): a limit stopped the run, the events "
+        "before it are all kept",
+    )
+    event_limit: int | None = Field(
+        default=None, description="the event limit (max_events) that cut the trace, when that is what did"
+    )
     n_events: int = Field(description="events stored so far: what /events can send now")
     progress: int = Field(description="events recorded so far by the run (ahead of n_events while running)")
     stdout: str = Field(description="what the scenario printed (also in the trace, as mark events)")

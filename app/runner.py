@@ -389,6 +389,8 @@ def execute(
     if recorder is not None and on_progress is not None:
         on_progress(len(recorder.events))  # the final count, once recording has closed
     document = _document(recorder) if recorder is not None else None
+    if document is not None and error is not None and error.limit == "max_events":
+        document["meta"]["event_limit"] = limits.max_events  # the viewer's banner names it
     result = RunResult(error is None, document, error, "".join(printed), filename)
     result.extra["delivered"] = delivery.sent
     result.extra["grads"] = _final_grads(namespace)

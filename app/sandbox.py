@@ -62,9 +62,11 @@ class Limits:
     cpu_seconds: float = 5.0  # RLIMIT_CPU of the worker (untrusted runs only)
     wall_seconds: float = 15.0  # the parent kills the worker's process group after this
     memory_mb: int = 1024  # RLIMIT_AS of the worker, imports included (about 150 MB)
-    # Trace length; recording stops with an error beyond it. A recorded event costs about 2.5 KB
-    # in the worker and 0.3 KB of JSON, and the engine records about 10,000 events a second.
-    max_events: int = 50_000
+    # Trace length; recording stops with an error beyond it, and the trace up to it is kept. A
+    # recorded event costs about 2.5 KB in the worker and 0.3 KB of JSON. The sandbox worker
+    # records about 43,000 events a second (bench/bench_limit.py, a training-step loop): a run
+    # into this limit takes 2.6 s end to end, half the CPU budget, so a machine half as fast fits.
+    max_events: int = 100_000
     max_tensor_numel: int = 1_000_000  # elements of any one tensor a scenario creates
     max_output_mb: int = 256  # bytes the parent accepts back from the worker
     max_open_files: int = 16  # RLIMIT_NOFILE of the worker

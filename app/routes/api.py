@@ -109,6 +109,8 @@ def run_model(record: RunRecord, meta: dict[str, Any] | None = None) -> Run:
         filename=record.filename,
         source=record.source,
         error=RunErrorInfo(**record.error) if record.error else None,
+        truncated=bool((meta or {}).get("truncated")),
+        event_limit=(meta or {}).get("event_limit"),
         n_events=record.n_events,
         progress=max(record.progress, record.n_events),
         stdout=record.stdout,
@@ -206,6 +208,37 @@ async def graph_dot(run: RunDep, manager: ManagerDep) -> Response:
     if dot is None:
         raise HTTPException(500, f"the graph of run {run.id} could not be drawn")
     return Response(dot, media_type="text/vnd.graphviz; charset=utf-8")
+
+
+@router.get(
+    "/runs/{run_id}/export.html",
+    response_class=Response,
+    responses={200: {"content": {"text/html": {}}}, **_404, **_409},
+)
+async def export_html(run: RunDep, manager: ManagerDep) -> Response:
+    """The run page as one HTML file that opens from disk with no server and no network: the
+    viewer's scripts and stylesheet inlined, and the run's trace (with changes and captions),
+    story, memory report and graph (``app.export_html``; docs/viewer.md, "Exports")."""
+    _finished(run)
+    from app.export_html import lens_data, page_html
+    from app.routes.derived import derived_json
+
+    def build() -> str:
+        store = manager.store
+        parts = store.trace_parts(run.id)
+        doc = run_model(run, parts[0] if parts else None).model_dump(mode="json")
+        data = lens_data(
+            doc,
+            trace_document(store, run.id, derived=True),
+            story=json.loads(derived_json(store, run.id, run.n_events, "story")),
+            memory=json.loads(derived_json(store, run.id, run.n_events, "memory")),
+            dot=store.dot(run.id),
+        )
+        return page_html(data)
+
+    html = await run_in_threadpool(build)
+    headers = {"Content-Disposition": f'attachment; filename="run-{run.id}.html"'}
+    return Response(html, media_type="text/html; charset=utf-8", headers=headers)
 
 
 def _download(text: str, media_type: str, filename: str) -> Response:

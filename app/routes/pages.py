@@ -81,6 +81,46 @@ def run_page(request: Request, run: RunDep, templates: TemplatesDep, step: str |
 
 
 @router.get(
+    "/embed/runs/{run_id}",
+    response_class=HTMLResponse,
+    responses={404: {"model": ErrorResponse, "description": "no such run"}},
+)
+def embed_page(
+    request: Request,
+    run: RunDep,
+    templates: TemplatesDep,
+    step: str | None = None,
+    level: str | None = None,
+) -> HTMLResponse:
+    """The compact, read-only viewer of one run for an ``<iframe>`` (``?step=N&level=story``).
+
+    The only page another site may frame: it answers ``Content-Security-Policy: frame-ancestors *``
+    (the other pages send no framing header).
+    """
+    base = f"/api/runs/{run.id}"
+    config = {
+        "page": "embed",
+        "embed": True,
+        "run_id": run.id,
+        "title": run.title,
+        "step": _step(step),
+        "level": "events" if level == "events" else "story",
+        "static": "/static",
+        "urls": {
+            "run": base,
+            "events": f"{base}/events",
+            "story": f"{base}/story",
+            "dot": f"{base}/graph.dot",
+        },
+        "view": f"/runs/{run.id}",
+        "glossary": glossary(),
+    }
+    response = _render(templates, request, "embed.html", config, run_id=run.id, title=run.title)
+    response.headers["Content-Security-Policy"] = "frame-ancestors *"
+    return response
+
+
+@router.get(
     "/diff",
     response_class=HTMLResponse,
     responses={404: {"model": ErrorResponse, "description": "no run with one of the ids"}},

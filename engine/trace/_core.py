@@ -357,6 +357,10 @@ class RecorderCore(TensorNames):
         gid: Any = ...,
     ) -> Event:
         """Emit one event: the common fields (seq, t_ns, phase, gid, src, mem) and ``fields``."""
+        if self.truncated:
+            # Past the event limit (one engine call may emit several events): not recorded, so
+            # a truncated trace holds exactly ``limit`` events.
+            return {"seq": len(self.events), "kind": kind, **fields}
         frame = None
         if src is ...:
             frame, src = self.where()

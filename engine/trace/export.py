@@ -71,7 +71,17 @@ def to_json(trace: Any, *, annotate_events: bool = False, indent: int | None = N
 # always on the recompute track). The engine runs on one thread, so every pair opens and closes
 # like a call: slices on a track nest, never overlap. A slice still open at the end of the trace
 # (an error) is closed at the last event. Checkpoint moments are instant ("i") events on their
-# phase's track, each with its caption; memory is a counter ("C") track.
+# phase's track, each with its caption; memory is a counter ("C") event whose keys (live, saved,
+# recomputed) Perfetto draws as one counter track each.
+#
+# Note [Chrome flows]
+# ~~~~~~~~~~~~~~~~~~~
+# A saved tensor's life is drawn as flow arrows (``"ph": "s"`` then ``"f"``, one id per arrow)
+# from its save (the pack of holder h) to each thing that happened to it later: every unpack of h,
+# the recomputation an unpack of h started (``recompute_start``'s trigger names the frame and
+# index of h), and its free (``holder_gc``). The start is on the pack's track at its time, the end
+# on the target's track with ``"bp": "e"``: Perfetto binds each end to the slice enclosing it.
+# A pack that no later event names (a run cut short) has no arrow.
 
 TRACKS = {"forward": 1, "backward": 2, "recompute": 3}
 _INSTANTS = {
@@ -154,6 +164,17 @@ def chrome_trace(trace: Any, *, clock: str = "t_ns") -> dict[str, Any]:
         )
 
     open_slices: list[tuple[tuple[str, Any], dict[str, Any]]] = []
+    # See Note [Chrome flows]: each holder's pack, found by holder id or by (frame, index).
+    packs: dict[Any, dict[str, Any]] = {}
+    pack_at: dict[tuple[Any, Any], Any] = {}
+
+    def flow(start: dict[str, Any], event: Event, what: str, tid: int) -> None:
+        common = {"name": f"{what} {start['name']}", "cat": "saved", "id": len(out), "pid": pid}
+        out.append(common | {"ph": "s", "ts": start["ts"], "tid": start["tid"]})
+        out.append(
+            common | {"ph": "f", "bp": "e", "ts": ts(event), "tid": tid, "args": {"seq": event["seq"]}}
+        )
+
     state = initial_state()
     last_mem: dict[str, int] | None = None
     for event in events:
@@ -183,6 +204,18 @@ def chrome_trace(trace: Any, *, clock: str = "t_ns") -> dict[str, Any]:
                 {"name": _instant_name(state, event), "cat": kind, "ph": "i", "s": "t", "ts": ts(event)}
                 | {"pid": pid, "tid": tid, "args": args}
             )
+        holder = event.get("holder")
+        phase_tid = TRACKS.get(event.get("phase") or "forward", 1)
+        if kind == "pack" and holder is not None:
+            name = _instant_name(state, event).removeprefix("pack ")
+            packs[holder] = {"ts": ts(event), "tid": phase_tid, "name": name}
+            pack_at[(event.get("frame"), event.get("index"))] = holder
+        elif kind in {"unpack", "holder_gc"} and holder in packs:
+            flow(packs[holder], event, "unpack" if kind == "unpack" else "free", phase_tid)
+        elif kind == "recompute_start" and isinstance(trigger := event.get("trigger"), dict):
+            h = pack_at.get((trigger.get("frame"), trigger.get("index")))
+            if h in packs:  # ends on the recompute track, in the recomputation's slice
+                flow(packs[h], event, "recompute", TRACKS["recompute"])
         mem = event.get("mem")
         if mem and mem != last_mem:
             out.append({"name": "memory (bytes)", "ph": "C", "ts": ts(event), "pid": pid, "args": dict(mem)})

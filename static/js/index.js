@@ -5,6 +5,7 @@
 // (POST /api/traces).
 
 import { getJSON, postFile, postJSON, readConfig } from "./api.js";
+import { createEditor } from "./editor.js";
 import { bytes, captionHTML, esc } from "./format.js";
 
 const $ = (sel) => document.querySelector(sel);
@@ -73,6 +74,44 @@ async function startDiff(scenario, button) {
   }
 }
 
+// A run of the editor's text: wait a moment for it to end (most do within a second), so that an
+// error is shown in the editor, on its line, where it can be fixed; a run that succeeds, or is
+// still going after a few seconds, opens its viewer as any other.
+async function runDraft(editor, body, button) {
+  showError("#run-error", null);
+  $("#run-error-open").hidden = true;
+  editor.clearError();
+  if (button) button.disabled = true;
+  document.body.classList.add("busy");
+  try {
+    const created = await postJSON("/api/runs", body);
+    const url = created.url || `/runs/${encodeURIComponent(created.id)}`;
+    const deadline = Date.now() + 5000;
+    let run = null;
+    while (Date.now() < deadline) {
+      run = await getJSON(`/api/runs/${encodeURIComponent(created.id)}`);
+      if (run.status === "done" || run.status === "error") break;
+      await new Promise((resolve) => setTimeout(resolve, 150));
+    }
+    if (!run || run.status !== "error" || !run.error) {
+      location.assign(url);
+      return;
+    }
+    const error = run.error;
+    const ours = error.line && (!error.file || error.file === run.filename);
+    const message = `${error.type || "Error"}: ${error.message}`;
+    showError("#run-error", new Error(ours ? `${message} (line ${error.line})` : message));
+    if (ours) editor.markError(error.line, message);
+    const open = $("#run-error-open");
+    open.querySelector("a").href = url;
+    open.hidden = false;
+  } catch (err) {
+    showError("#run-error", err);
+  }
+  if (button) button.disabled = false;
+  document.body.classList.remove("busy");
+}
+
 function actions(id) {
   const torch = backends.torch;
   const off = torch ? "" : ' disabled title="torch is not installed on this server"';
@@ -112,9 +151,17 @@ async function loadScenarios() {
 }
 
 function main() {
-  const editor = $("#editor");
-  editor.value = STARTER;
   loadScenarios();
+  // The editor loads its bundle first; the handlers below wait for it.
+  const ready = createEditor({
+    mount: $("#editor"),
+    textarea: $("#editor-source"),
+    form: $("#editor-form"),
+    starter: STARTER,
+  });
+  ready.then(() => {
+    document.body.dataset.editorReady = "1";
+  });
 
   $("#scenario-list").addEventListener("click", (e) => {
     const open = e.target.closest(".scenario-open");
@@ -131,7 +178,7 @@ function main() {
     if (!file) return;
     const text = await file.text();
     // Show it in the editor too, so a failing file can be fixed and run again.
-    editor.value = text;
+    (await ready).value = text;
     $("#editor-name").value = file.name;
     start({ source: text, filename: file.name }, null);
   });
@@ -158,18 +205,11 @@ function main() {
 
   $("#editor-form").addEventListener("submit", (e) => {
     e.preventDefault();
-    start({ source: editor.value, filename: $("#editor-name").value || "scenario.py" }, e.submitter);
-  });
-
-  editor.addEventListener("keydown", (e) => {
-    if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) {
-      e.preventDefault();
-      $("#editor-form").requestSubmit();
-    } else if (e.key === "Tab" && !e.shiftKey) {
-      // Indent with spaces, as Python wants, instead of leaving the textarea.
-      e.preventDefault();
-      editor.setRangeText("    ", editor.selectionStart, editor.selectionEnd, "end");
-    }
+    const button = e.submitter || $("#editor-form button[type=submit]");
+    ready.then((editor) => {
+      const body = { source: editor.value, filename: $("#editor-name").value || "scenario.py" };
+      runDraft(editor, body, button);
+    });
   });
 }
 

@@ -6,12 +6,13 @@
 // (/runs/{id}?step=N&level=events&bp=line:12&predict=1), so reloading or sharing it gives the
 // same view. `step` is always the event step, at either level.
 
-import { getJSON, getText, readConfig } from "./api.js";
+import { readConfig } from "./api.js";
 import { Breakpoints } from "./breakpoints.js";
+import { mountButton as mountEmbedButton } from "./embed.js";
 import { setTerms } from "./glossary.js";
 import { Player } from "./player.js";
+import { dataSource } from "./source_data.js";
 import { Story } from "./story.js";
-import { openStream } from "./stream.js";
 import { isOpen as tourOpen, maybeStartTour, mountButton as mountTourButton } from "./tour.js";
 import * as caption from "./views/caption.js";
 import * as chapters from "./views/chapters.js";
@@ -25,10 +26,18 @@ import * as memory from "./views/memory.js";
 import * as modules from "./views/modules.js";
 import * as predict from "./views/predict.js";
 import * as source from "./views/source.js";
+import * as truncated from "./views/truncated.js";
 
 const config = readConfig();
+// The embed page (templates/embed.html, docs/viewer.md "Embedding") runs this same script with
+// `embed: true`: only the views whose panels the page has are mounted and rendered.
+const embed = Boolean(config.embed);
+const mounted = new Set(); // the names of the views mounted on this page
+const has = (name) => mounted.has(name);
 const runId = config.run_id || decodeURIComponent(location.pathname.split("/").filter(Boolean).pop() || "");
 const $ = (sel) => document.querySelector(sel);
+// The server, or the data inlined in an exported HTML file (source_data.js).
+const lensData = dataSource(runId, config);
 
 let player = null;
 let run = null;
@@ -139,6 +148,7 @@ function renderAll(move) {
   const state = player.state;
   const profile = window.lens.profile;
   for (const [name, view] of VIEWS) {
+    if (!has(name)) continue;
     const t0 = profile ? performance.now() : 0;
     view.render(state, ctx);
     if (profile) (profile[name] ||= []).push(performance.now() - t0);
@@ -180,6 +190,8 @@ function scheduleUrl() {
     put("bp", bps.toString());
     put("predict", predictOn ? "1" : "");
     if (url.href !== location.href) history.replaceState(null, "", url);
+    const full = $("#embed-full"); // the embed page's "view full run" link follows the step
+    if (full && config.view) full.href = `${config.view}${url.search}`;
   }, 120);
 }
 
@@ -265,7 +277,7 @@ function act(name, arg) {
       return s === null ? null : player.goto(s);
     }
     case "predict":
-      predictOn = Boolean(arg) && Boolean(story);
+      predictOn = Boolean(arg) && Boolean(story) && has("predict");
       if (!predictOn) predict.reset();
       if (predictOn && !atStory()) return setLevel("story"); // questions belong to story steps
       renderAll(null);
@@ -372,7 +384,7 @@ function showError(error) {
   const msg = document.createElement("pre");
   msg.textContent = error.message || "";
   box.append(title, msg);
-  if (error.line) {
+  if (error.line && has("source")) {
     const btn = document.createElement("button");
     btn.type = "button";
     btn.textContent = "Show the line";
@@ -380,12 +392,13 @@ function showError(error) {
     box.append(btn);
   }
   box.hidden = false;
-  source.setError(error);
+  if (has("source")) source.setError(error);
 }
 
 // What recorded the trace: the engine, or real PyTorch ("torch 2.8.0", from the trace's meta).
 function showBackend(info) {
   const el = $("#run-backend");
+  if (!el) return;
   const backend = info.backend || "engine";
   el.textContent = info.backend_label || backend;
   el.className = `backend-badge backend-${backend}`;
@@ -416,9 +429,9 @@ function onItems(items) {
   }
   if (player.length === before) return;
   if (!finished) showStatus("running", `running… ${player.length.toLocaleString()} events`);
-  log.grow();
-  memory.grow();
-  controls.grow();
+  if (has("log")) log.grow();
+  if (has("memory")) memory.grow();
+  if (has("controls")) controls.grow();
   if (wanted !== null && player.length >= wanted) {
     const target = wanted;
     wanted = null;
@@ -435,6 +448,13 @@ async function onDone(summary) {
   if (summary.error) {
     run.error = summary.error;
     showError(summary.error);
+    // Cut by a limit while this page watched: the run's document now says where (the banner).
+    if (summary.error.limit && !run.truncated) {
+      lensData
+        .run()
+        .then((fresh) => truncated.show(fresh, $("#run-notice"), () => act("last")))
+        .catch(() => {});
+    }
   }
   if (wanted !== null) {
     const target = wanted;
@@ -443,8 +463,9 @@ async function onDone(summary) {
   }
   renderAll(null);
   await loadStory();
-  await loadMemory();
-  if (!player.length && !summary.error) graph.note("This run recorded no events, so there is no graph.");
+  if (has("memory")) await loadMemory();
+  if (!has("graph")) document.body.dataset.graph = "0";
+  else if (!player.length && !summary.error) graph.note("This run recorded no events, so there is no graph.");
   else if (!player.length) graph.note("The run failed before recording anything: no graph to draw.");
   else await loadGraph();
   document.body.dataset.ready = "1";
@@ -454,19 +475,19 @@ async function onDone(summary) {
 // unless the URL asked for every event. A run with no events has an empty story.
 async function loadStory() {
   try {
-    story = new Story(await getJSON(`/api/runs/${encodeURIComponent(runId)}/story`));
+    story = new Story(await lensData.story());
   } catch (err) {
     notice(`The story of this run could not be loaded (${err.message}); every event is shown.`);
     return;
   }
-  chapters.load(story);
+  if (has("chapters")) chapters.load(story);
   predict.load(story.questions);
   level = wantedLevel;
   if (!story.length) level = "events";
-  controls.renderBreakpoints();
+  if (has("controls")) controls.renderBreakpoints();
   renderAll(null);
   document.body.dataset.story = "1";
-  maybeStartTour(run);
+  if (!embed) maybeStartTour(run);
 }
 
 // The memory report of the finished run (GET /api/runs/{id}/memory): the timeline's marks and
@@ -474,7 +495,7 @@ async function loadStory() {
 async function loadMemory() {
   let doc = null;
   try {
-    doc = await getJSON(config.urls?.memory || `/api/runs/${encodeURIComponent(runId)}/memory`);
+    doc = await lensData.memory();
   } catch (err) {
     ledger.load(null, err.message);
     modules.load(null, err.message);
@@ -499,7 +520,7 @@ function framesOfRun() {
 async function loadGraph() {
   try {
     graph.note("Laying out the graph…");
-    const dot = await getText(`/api/runs/${encodeURIComponent(runId)}/graph.dot`);
+    const dot = await lensData.graphDot();
     await graph.load(dot); // drawn at the step the views were last rendered at
     document.body.dataset.graph = "1";
   } catch (err) {
@@ -511,7 +532,7 @@ async function loadGraph() {
 async function start() {
   document.addEventListener("keydown", onKey);
   try {
-    run = await getJSON(`/api/runs/${encodeURIComponent(runId)}`);
+    run = await lensData.run();
   } catch (err) {
     showStatus("error", "not found");
     showError({ type: "Cannot open this run", message: err.message });
@@ -519,9 +540,13 @@ async function start() {
   }
   $("#run-title").textContent = run.title || run.filename || `run ${runId}`;
   document.title = `${run.title || run.filename || "run"} · Autograd Lens`;
-  $("#run-file").textContent = run.filename || "";
+  if ($("#run-file")) $("#run-file").textContent = run.filename || "";
   showBackend(run);
-  $("#run-trace").href = `/api/runs/${encodeURIComponent(runId)}/trace.json`;
+  if ($("#run-trace")) $("#run-trace").href = lensData.traceHref;
+  if ($("#run-export")) {
+    $("#run-export").href = lensData.exportHref || "#";
+    $("#run-export").hidden = !lensData.exportHref; // an exported file is its own export
+  }
   showStatus(run.status, run.status);
 
   player = new Player(run.initial_state || {});
@@ -529,35 +554,47 @@ async function start() {
   help.mount();
   mountTourButton($(".run-head"));
   const model = { level: () => level, story: () => story, bps, frames: framesOfRun, predictOn: () => predictOn };
-  controls.mount($("#view-controls"), { player, act, model });
-  caption.mount($("#view-caption"), { act });
-  predict.mount($("#view-predict"), { onAnswer });
-  chapters.mount($("#view-chapters"), { onPick: (s) => act("goto", s) });
-  source.mount($("#view-source"), { onToggleLine: (line) => bps.toggle("line", line) });
+  // A view is mounted only where the page has its panel (the embed page has a few of them).
+  const mount = (name, view, el, options) => {
+    if (!el) return;
+    view.mount(el, options);
+    mounted.add(name);
+  };
+  mount("controls", controls, $("#view-controls"), { player, act, model });
+  mount("caption", caption, $("#view-caption"), { act });
+  mount("predict", predict, $("#view-predict"), { onAnswer });
+  mount("chapters", chapters, $("#view-chapters"), { onPick: (s) => act("goto", s) });
+  mount("source", source, $("#view-source"), { onToggleLine: (line) => bps.toggle("line", line) });
   bps.onChange(() => {
-    source.setBreakpoints(bps.lines);
+    if (has("source")) source.setBreakpoints(bps.lines);
   controls.renderBreakpoints();
     controls.renderBreakpoints();
     scheduleUrl();
   });
-  frames.mount($("#view-frames"));
-  graph.mount($("#view-graph"));
-  log.mount($("#view-log"), { player, onPick: (s) => act("goto", s) });
+  mount("frames", frames, $("#view-frames"));
+  mount("graph", graph, $("#view-graph"));
+  mount("log", log, $("#view-log"), { player, onPick: (s) => act("goto", s) });
   const openLarger = (tab) => (tab === "modules" ? modules.open() : ledger.open());
-  memory.mount($("#view-memory"), { player, onPick: (s) => act("goto", s), onOpenLedger: openLarger });
-  ledger.mount(memory.ledgerRoot(), { onPick: (s) => act("goto", s) });
-  modules.mount(memory.modulesRoot(), { onPick: (s) => act("goto", s) });
-  source.load({ source: run.source, filename: run.filename, error: run.error });
-  source.setBreakpoints(bps.lines);
+  mount("memory", memory, $("#view-memory"), { player, onPick: (s) => act("goto", s), onOpenLedger: openLarger });
+  if (has("memory")) {
+    mount("ledger", ledger, memory.ledgerRoot(), { onPick: (s) => act("goto", s) });
+    mount("modules", modules, memory.modulesRoot(), { onPick: (s) => act("goto", s) });
+  }
+  if (has("source")) {
+    source.load({ source: run.source, filename: run.filename, error: run.error });
+    source.setBreakpoints(bps.lines);
+  }
+  if (!embed) mountEmbedButton($(".run-head"), { runId, title: () => run.title, step: () => player.step, level: () => level });
   if (run.error) showError(run.error);
+  truncated.show(run, $("#run-notice"), () => act("last"));
   player.onMove((move) => renderAll(move));
 
   const asked = new URL(location.href).searchParams.get("step");
   wanted = asked !== null && /^\d+$/.test(asked) ? Number(asked) : null;
   renderAll(null);
-  controls.grow();
+  if (has("controls")) controls.grow();
 
-  openStream(runId, {
+  lensData.events({
     onItems,
     onDone,
     onProblem: (text, { fatal }) => {

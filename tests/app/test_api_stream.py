@@ -66,7 +66,11 @@ def test_resuming_with_last_event_id_continues_without_loss_or_duplicates(
 def test_resuming_inside_a_batch_with_the_query_parameter(client: TestClient, nested: str) -> None:
     whole = stream_items(read_stream(client, nested))
     rest = read_stream(client, nested, query="?last_event_id=150")
-    assert rest[0].id == str(2 * BATCH - 1)  # the rest of the batch 100..199, under its own id
+    # The rest of the stored batch holding event 150, under that batch's own id (the last seq in
+    # it). Batches are cut every BATCH events or at each progress tick, whichever comes first, so
+    # on a loaded machine the batch may end before 199.
+    assert 150 < int(rest[0].id or "") <= 2 * BATCH - 1
+    assert rest[0].data[0]["event"]["seq"] == 151
     assert stream_items(rest) == whole[151:]
     # A browser's reconnection header is more recent than the URL it was opened with.
     newer = read_stream(client, nested, headers={"Last-Event-ID": "300"}, query="?last_event_id=10")

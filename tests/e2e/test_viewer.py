@@ -289,9 +289,12 @@ z = x.grad + undefined_name
 
 def test_broken_scenario_shows_its_error_and_line(page: Page, live_server: str) -> None:
     page.goto(live_server + "/")
-    page.fill("#editor", BROKEN)
+    page.wait_for_function("document.body.dataset.editorReady === '1'")
+    page.fill("#editor .cm-content", BROKEN)  # the CodeMirror editor (tests/e2e/test_editor.py)
     page.fill("#editor-name", "broken.py")
     page.click("#editor-form button[type=submit]")
+    # The home page shows the error on its line (test_editor.py); the run still opens.
+    page.locator("#run-error-open a").click()
     page.wait_for_url(re.compile(r"/runs/[^/?]+"))
     page.wait_for_function("document.body.dataset.ready === '1'")
     error = page.locator("#run-error")

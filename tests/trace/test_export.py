@@ -13,7 +13,16 @@ import pytest
 
 from engine import trace
 from engine.trace.captions import captions
-from engine.trace.export import annotate, chrome_trace, dot_classes, slot_id, to_chrome, to_dot, to_json
+from engine.trace.export import (
+    TRACKS,
+    annotate,
+    chrome_trace,
+    dot_classes,
+    slot_id,
+    to_chrome,
+    to_dot,
+    to_json,
+)
 from engine.trace.state import apply_changes, initial_state, revert_changes, state_at
 from tests.trace import _synthetic
 from tests.trace._real import retain_graph_double_backward, with_real
@@ -74,7 +83,7 @@ def check_chrome(doc: dict[str, Any]) -> list[dict[str, Any]]:
     assert isinstance(events, list) and doc["displayTimeUnit"] in {"ms", "ns"}
     for ev in events:
         assert {"name", "ph", "pid"} <= set(ev), ev
-        assert ev["ph"] in {"X", "i", "C", "M"}, ev
+        assert ev["ph"] in {"X", "i", "C", "M", "s", "f"}, ev
         if ev["ph"] != "M":
             assert isinstance(ev["ts"], int | float) and ev["ts"] >= 0, ev
         if ev["ph"] in {"X", "i"}:
@@ -85,6 +94,16 @@ def check_chrome(doc: dict[str, Any]) -> list[dict[str, Any]]:
             assert ev["s"] in {"t", "p", "g"}, ev
         if ev["ph"] == "C":
             assert all(isinstance(v, int | float) for v in ev["args"].values()), ev
+    # Flow arrows: one start and one end per id, with the same name, the end not before the start.
+    flows: dict[int, dict[str, dict[str, Any]]] = defaultdict(dict)
+    for ev in events:
+        if ev["ph"] in {"s", "f"}:
+            assert isinstance(ev["id"], int) and isinstance(ev["tid"], int), ev
+            assert ev["ph"] not in flows[ev["id"]], f"flow {ev['id']} has two {ev['ph']} events"
+            flows[ev["id"]][ev["ph"]] = ev
+    for pair in flows.values():
+        assert set(pair) == {"s", "f"} and pair["s"]["name"] == pair["f"]["name"], pair
+        assert pair["s"]["ts"] <= pair["f"]["ts"] and pair["f"]["bp"] == "e", pair
     by_track: dict[int, list[dict[str, Any]]] = defaultdict(list)
     for ev in events:
         if ev["ph"] == "X":
@@ -145,6 +164,38 @@ def test_chrome_slices_have_names_and_captions() -> None:
     assert early["name"] == "early_stop outer#0" and early["args"]["caption"].startswith("Early stop: all 4")
     memory = [ev["args"] for ev in chrome if ev["ph"] == "C"]
     assert max(m["recomputed"] for m in memory) > 0
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_chrome_flows_go_from_each_save_to_its_unpacks_recomputation_and_free(name: str) -> None:
+    events = TRACES[name]
+    by_seq = {e["seq"]: e for e in events}
+    chrome = check_chrome(chrome_trace(events, clock="seq"))
+    starts = {ev["id"]: ev for ev in chrome if ev["ph"] == "s"}
+    ends = [ev for ev in chrome if ev["ph"] == "f"]
+    packs = {e["holder"]: e for e in events if e["kind"] == "pack" and e.get("holder") is not None}
+    for end in ends:
+        target, start = by_seq[end["args"]["seq"]], starts[end["id"]]
+        pack = by_seq[int(start["ts"])]
+        assert pack["kind"] == "pack" and start["tid"] == TRACKS[pack["phase"]]
+        if target["kind"] == "recompute_start":
+            assert (pack["frame"], pack["index"]) == (target["trigger"]["frame"], target["trigger"]["index"])
+            assert end["tid"] == TRACKS["recompute"] and end["name"].startswith("recompute ")
+        else:
+            assert target["kind"] in {"unpack", "holder_gc"} and target["holder"] == pack["holder"]
+    # Every unpack and free of a packed holder has its arrow.
+    expected = Counter(
+        e["kind"] for e in events if e["kind"] in {"unpack", "holder_gc"} and e["holder"] in packs
+    )
+    got = Counter(by_seq[ev["args"]["seq"]]["kind"] for ev in ends)
+    assert got - Counter({"recompute_start": got["recompute_start"]}) == expected
+
+
+def test_chrome_flows_of_nested_checkpoints() -> None:
+    ends = [ev for ev in chrome_trace(TRACES["nested"], clock="seq")["traceEvents"] if ev["ph"] == "f"]
+    assert Counter(ev["name"].split()[0] for ev in ends) == {"unpack": 6, "free": 6, "recompute": 3}
+    recomputes = [ev["name"] for ev in ends if ev["name"].startswith("recompute")]
+    assert recomputes == ["recompute outer#0[2]", "recompute sub2#2[0]", "recompute sub1#1[0]"]
 
 
 def test_unfinished_slices_are_closed_at_the_end() -> None:

@@ -17,6 +17,7 @@
 // shows the whole graph and where the view is; click or drag in it to move there.
 
 import { instance } from "../../vendor/viz-js/viz.js";
+import { readConfig } from "../api.js";
 import { clustersOf, collapseDot, parseDot } from "../dot.js";
 import { esc, frameName, gidLabel, nodeName, shape, tensorName } from "../format.js";
 
@@ -61,6 +62,7 @@ export function mount(el) {
         <label title="Show elements that do not exist yet, faintly"><input type="checkbox" data-act="ghosts"> future</label>
         <button type="button" data-act="collapse" title="Collapse every checkpoint frame and recomputation">Collapse all</button>
         <button type="button" data-act="expand" title="Expand every cluster">Expand all</button>
+        <button type="button" data-act="svg" title="Download the graph as it is at this step, as an SVG file">SVG</button>
       </div>
     </div>
     <details class="graph-legend">
@@ -526,7 +528,56 @@ function onTool(e) {
   } else if (e.type === "click" && act === "expand" && parsed) {
     collapsed = new Set();
     layout();
+  } else if (e.type === "click" && act === "svg" && svg) {
+    const step = last.ctx ? last.ctx.step : 0;
+    download(svgText(), `run-${readConfig().run_id || "graph"}-step-${step}.svg`);
   }
+}
+
+// --- SVG export ----------------------------------------------------------------------------------
+
+// The graph as drawn at this step, as a standalone SVG file: a copy of the SVG at its natural size
+// with this stylesheet's graph rules, and the custom properties they use, inlined in a <style>.
+export function svgText() {
+  if (!svg) return null;
+  const copy = svg.cloneNode(true);
+  copy.removeAttribute("style");
+  copy.setAttribute("xmlns", "http://www.w3.org/2000/svg");
+  copy.setAttribute("width", `${Math.ceil(natural.w)}px`);
+  copy.setAttribute("height", `${Math.ceil(natural.h)}px`);
+  const style = document.createElementNS("http://www.w3.org/2000/svg", "style");
+  style.textContent = graphCSS();
+  copy.insertBefore(style, copy.firstChild);
+  return new XMLSerializer().serializeToString(copy);
+}
+
+function graphCSS() {
+  const rules = [];
+  for (const sheet of document.styleSheets) {
+    for (const rule of sheet.cssRules) {
+      if (!(rule instanceof CSSStyleRule)) continue;
+      const sels = rule.selectorText
+        .split(",")
+        .map((s) => s.trim())
+        .filter((s) => s.startsWith(".graph-view svg"))
+        .map((s) => s.replace(".graph-view svg", "svg"));
+      if (sels.length) rules.push(`${sels.join(", ")} { ${rule.style.cssText} }`);
+    }
+  }
+  const text = rules.join("\n");
+  const computed = getComputedStyle(root);
+  const vars = [...new Set(text.match(/--[\w-]+/g) || [])];
+  return `svg { ${vars.map((v) => `${v}: ${computed.getPropertyValue(v).trim()};`).join(" ")} }\n${text}\n`;
+}
+
+function download(text, name) {
+  const a = document.createElement("a");
+  a.href = URL.createObjectURL(new Blob([text], { type: "image/svg+xml" }));
+  a.download = name;
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(a.href), 1000);
 }
 
 function zoomBy(factor) {

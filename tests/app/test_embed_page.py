@@ -1,0 +1,44 @@
+"""The embed page (GET /embed/runs/{id}): 404 for an unknown run, and the only page another site
+may frame (``Content-Security-Policy: frame-ancestors *``); the other pages send no framing header."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from fastapi.testclient import TestClient
+
+
+def test_embed_of_an_unknown_run_is_404(client: TestClient) -> None:
+    assert client.get("/embed/runs/doesnotexist").status_code == 404
+    assert client.get("/embed/runs/no_such_run_").status_code == 404
+
+
+def test_only_the_embed_page_may_be_framed(client: TestClient, nested: str) -> None:
+    embed = client.get(f"/embed/runs/{nested}?step=5&level=events")
+    assert embed.status_code == 200
+    assert embed.headers["content-security-policy"] == "frame-ancestors *"
+    assert "x-frame-options" not in embed.headers
+    for path in ("/", f"/runs/{nested}"):
+        response = client.get(path)
+        assert response.status_code == 200
+        assert "content-security-policy" not in response.headers
+        assert "x-frame-options" not in response.headers
+
+
+def test_embed_page_config(client: TestClient, nested: str) -> None:
+    html = client.get(f"/embed/runs/{nested}?step=7&level=events").text
+    match = re.search(r'<script type="application/json" id="config">(.*?)</script>', html, re.S)
+    assert match
+    config = json.loads(match.group(1))
+    assert config["embed"] is True
+    assert (config["page"], config["run_id"], config["step"], config["level"]) == (
+        "embed",
+        nested,
+        7,
+        "events",
+    )
+    assert config["view"] == f"/runs/{nested}"
+    assert 'class="site-head"' not in html
+    for absent in ("view-source", "view-log", "view-memory", "view-chapters"):
+        assert f'id="{absent}"' not in html
