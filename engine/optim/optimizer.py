@@ -97,6 +97,17 @@ class Optimizer:
         self.__dict__.setdefault("_optimizer_step_post_hooks", OrderedDict())
         self.defaults.setdefault("differentiable", False)
 
+    def _steps_as_tensors(self) -> None:
+        """Old pickles kept ``state["step"]`` as a number; since torch 1.12 it is a tensor (the
+        ``__setstate__`` of Adam, RMSprop, ...)."""
+        from engine._factories import tensor
+
+        for group in self.param_groups:
+            for p in group["params"]:
+                p_state = self.state.get(p, [])
+                if len(p_state) != 0 and not isinstance(p_state["step"], Tensor):
+                    p_state["step"] = tensor(float(p_state["step"]), dtype=_get_scalar_dtype())
+
     def __repr__(self) -> str:
         format_string = self.__class__.__name__ + " ("
         for i, group in enumerate(self.param_groups):

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 import engine
-from engine._factories import tensor, zeros, zeros_like
+from engine._factories import zeros, zeros_like
 from engine._tensor import Tensor
 from engine.autograd.grad_mode import enable_grad
 from engine.optim.optimizer import Optimizer, ParamsT, _get_scalar_dtype, _use_grad_for_differentiable
@@ -69,10 +69,7 @@ class RMSprop(Optimizer):
             group.setdefault("maximize", False)
             group.setdefault("differentiable", False)
             group.setdefault("capturable", False)
-            for p in group["params"]:
-                p_state = self.state.get(p, [])
-                if len(p_state) != 0 and not isinstance(p_state["step"], Tensor):
-                    p_state["step"] = tensor(float(p_state["step"]), dtype=_get_scalar_dtype())
+        self._steps_as_tensors()
 
     def _init_group(self, group: dict[str, Any]) -> tuple[list[Tensor], ...]:
         params, grads, square_avgs, momentum_buffers, grad_avgs, steps = [], [], [], [], [], []
