@@ -13,6 +13,7 @@
 // step's own events.
 
 import { bytes, captionHTML, esc } from "../format.js";
+import { mountModal } from "../modal.js";
 
 // The markers of a row, one shape each (the classes are shared with the memory timeline). `lane`
 // is where on the row's track they sit: above the bar, on it, or below it.
@@ -255,32 +256,13 @@ function reveal(el) {
 // --- the larger window ------------------------------------------------------------------------------
 
 function mountDialog() {
-  dialog = document.createElement("div");
-  dialog.className = "modal ledger-dialog";
-  dialog.hidden = true;
-  dialog.setAttribute("role", "dialog");
-  dialog.setAttribute("aria-modal", "true");
-  dialog.setAttribute("aria-labelledby", "ledger-title");
-  dialog.innerHTML = `
-    <div class="modal-box ledger-box">
-      <div class="ledger-box-head">
-        <h2 id="ledger-title" tabindex="-1">Saved tensors: the ledger</h2>
-        <button type="button" class="modal-close">Close (Esc)</button>
-      </div>
-      <p class="ledger-now" aria-live="polite"></p>
-      <div class="ledger-box-body"></div>
-    </div>`;
-  dialogBody = dialog.querySelector(".ledger-box-body");
-  dialogNow = dialog.querySelector(".ledger-now");
-  dialog.querySelector(".modal-close").addEventListener("click", close);
-  dialog.addEventListener("click", (e) => {
-    if (e.target === dialog) close();
-  });
-  dialog.addEventListener("keydown", (e) => {
-    if (e.key === "Escape") {
-      e.preventDefault();
-      close();
-    } else if (e.key === "Tab") {
+  ({ dialog, body: dialogBody, now: dialogNow } = mountModal({
+    kind: "ledger",
+    title: "Saved tensors: the ledger",
+    boxClass: "ledger-box",
+    bodyClass: "ledger-box-body",
+    onClose: close,
+    onTab: (e) => {
       // Keep focus inside the dialog.
       const focusable = [...dialog.querySelectorAll("button")].filter((b) => b.offsetParent);
       if (!focusable.length) return;
@@ -293,9 +275,8 @@ function mountDialog() {
         e.preventDefault();
         first.focus();
       }
-    }
-  });
-  document.body.append(dialog);
+    },
+  }));
 }
 
 export function open() {

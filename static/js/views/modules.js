@@ -13,6 +13,7 @@
 // it; `open()` shows it larger, in a dialog (Esc closes it; focus goes back where it was).
 
 import { bytes, captionHTML, esc } from "../format.js";
+import { mountModal } from "../modal.js";
 
 // The figures of a node, in column order: the row's field, the column's title and what it means.
 const FIGURES = [
@@ -386,40 +387,20 @@ export function render(state, ctx) {
 // --- the larger window ------------------------------------------------------------------------------
 
 function mountDialog() {
-  dialog = document.createElement("div");
-  dialog.className = "modal modules-dialog";
-  dialog.hidden = true;
-  dialog.setAttribute("role", "dialog");
-  dialog.setAttribute("aria-modal", "true");
-  dialog.setAttribute("aria-labelledby", "modules-title");
-  dialog.innerHTML = `
-    <div class="modal-box ledger-box modules-box">
-      <div class="ledger-box-head">
-        <h2 id="modules-title" tabindex="-1">Memory by module</h2>
-        <button type="button" class="modal-close">Close (Esc)</button>
-      </div>
-      <p class="ledger-now" aria-live="polite"></p>
-      <div class="ledger-box-body modules-box-body"></div>
-    </div>`;
-  dialogBody = dialog.querySelector(".modules-box-body");
-  dialogNow = dialog.querySelector(".ledger-now");
-  dialog.querySelector(".modal-close").addEventListener("click", close);
-  dialog.addEventListener("click", (e) => {
-    if (e.target === dialog) close();
-  });
-  dialog.addEventListener("keydown", (e) => {
-    if (e.key === "Escape") {
-      e.preventDefault();
-      close();
-    } else if (e.key === "Tab") {
+  ({ dialog, body: dialogBody, now: dialogNow } = mountModal({
+    kind: "modules",
+    title: "Memory by module",
+    boxClass: "ledger-box modules-box",
+    bodyClass: "ledger-box-body modules-box-body",
+    onClose: close,
+    onTab: (e) => {
       // Keep focus inside the dialog: its close button and the tree.
       const focusable = [dialog.querySelector(".modal-close"), active && active.el].filter((x) => x && x.offsetParent);
       if (focusable.length < 2) return;
       e.preventDefault();
       focusable[focusable[0] === document.activeElement ? 1 : 0].focus();
-    }
-  });
-  document.body.append(dialog);
+    },
+  }));
 }
 
 export function open() {
