@@ -26,6 +26,8 @@ import weakref
 from collections.abc import Sequence
 from typing import Any
 
+from engine.trace._core import module_path_in
+
 
 class WhatIfError(ValueError):
     """A pattern that cannot be used."""
@@ -134,21 +136,14 @@ class CheckpointModules:
         paths = []
         for name, value in list(self.namespace.items()):
             if isinstance(value, self._Module) and not name.startswith("_"):
-                found = _path_in(value, module)
+                found = module_path_in(value, name, module)
                 if found is not None:
-                    paths.append(f"{name}.{found}" if found else name)
+                    paths.append(found)
                     break
-        relative = _path_in(root, module)
+        relative = module_path_in(root, "", module)
         if relative and relative not in paths:
             paths.append(relative)
         if paths and paths[0] not in self.seen:
             self.seen.append(paths[0])
         self._paths[id(module)] = (weakref.ref(module), paths)
         return paths
-
-
-def _path_in(root: Any, module: Any) -> str | None:
-    for path, sub in root.named_modules():
-        if sub is module:
-            return str(path)
-    return None

@@ -607,13 +607,14 @@ class RecorderCore(TensorNames):
                 if name == "self" or name.startswith("__"):
                     continue
                 if isinstance(value, self._Module):
-                    found = _path_in(value, name, module)
+                    found = module_path_in(value, name, module)
                 elif type(value) in (list, tuple) and len(value) <= 64:
                     found = next(
                         (
                             p
                             for i, v in enumerate(value)
-                            if isinstance(v, self._Module) and (p := _path_in(v, f"{name}[{i}]", module))
+                            if isinstance(v, self._Module)
+                            and (p := module_path_in(v, f"{name}[{i}]", module))
                         ),
                         None,
                     )
@@ -638,9 +639,10 @@ class RecorderCore(TensorNames):
         self._deferred.clear()
 
 
-def _path_in(root: Any, name: str, module: Any) -> str | None:
-    """``module``'s path under ``root``, a module held by variable ``name``; None if not in it."""
+def module_path_in(root: Any, name: str, module: Any) -> str | None:
+    """``module``'s path under ``root``, a module held by variable ``name`` (``""``: the path
+    relative to ``root``); None if it is not in ``root``. Also app/whatif.py's."""
     for path, sub in root.named_modules():
         if sub is module:
-            return f"{name}.{path}" if path else name
+            return ".".join(p for p in (name, path) if p)
     return None
