@@ -198,3 +198,34 @@ class TraceDiffResponse(BaseModel):
     grads: GradsComparison
     equal: bool = Field(description="checkpoint events identical and gradients equal")
     runs: dict[str, DiffRun] = Field(description='"a" and "b"')
+
+
+class SharedCreate(BaseModel):
+    """A scenario text to keep behind a permalink (``/s/<id>``), which opens it in the editor."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    source: str = Field(examples=['"""My scenario"""\nimport engine as torch\n'])
+    filename: str = Field(default="scenario.py", min_length=1, max_length=1000, examples=["my_scenario.py"])
+
+    @field_validator("source", "filename")
+    @classmethod
+    def _encodable(cls, value: str) -> str:
+        return RunCreate._encodable(value) or ""
+
+    @field_validator("source")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("the scenario text is empty: there is nothing to share")
+        return value
+
+
+class SharedScenario(BaseModel):
+    id: str = Field(description="what the permalink /s/<id> names")
+    url: str = Field(
+        description="the permalink: the home page with this text in the editor", examples=["/s/abcdefghijkl"]
+    )
+    filename: str
+    source: str
+    created_at: str = Field(description="when it was first shared")

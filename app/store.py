@@ -30,7 +30,9 @@ SQLite connections are cheap to open (WAL lets readers run alongside the one wri
 
 from __future__ import annotations
 
+import base64
 import contextlib
+import hashlib
 import json
 import math
 import sqlite3
@@ -44,6 +46,7 @@ from typing import Any
 from app.runner import BACKENDS, RunError
 
 SCHEMA_VERSION = 3
+SHARED_ID_LENGTH = 12  # base32 characters of the hash: 60 bits, no collision in any one server's life
 FINISHED = ("done", "error")
 INTERRUPTED = "interrupted by a server restart"
 
@@ -71,6 +74,12 @@ CREATE TABLE IF NOT EXISTS runs (
     started_at  TEXT,
     finished_at TEXT
 );
+CREATE TABLE IF NOT EXISTS shared (   -- scenario texts behind a permalink, /s/<id>; never pruned
+    id          TEXT PRIMARY KEY,   -- a hash of filename and text: sharing the same text twice gives one id
+    filename    TEXT NOT NULL,
+    source      TEXT NOT NULL,
+    created_at  TEXT NOT NULL
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS batches (
     run_id    TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
     first_seq INTEGER NOT NULL,
@@ -261,6 +270,28 @@ class Store:
             ).fetchall()
             conn.executemany("DELETE FROM runs WHERE id = ?", rows)  # batches: ON DELETE CASCADE
         return [r[0] for r in rows]
+
+    # --- shared scenarios (permalinks) --------------------------------------------------------
+
+    def share(self, filename: str, source: str) -> str:
+        """Keep a scenario text behind a permalink; returns its id. The id is a hash of the file
+        name and the text, so sharing the same scenario again gives the same link."""
+        digest = hashlib.sha256(f"{filename}\0{source}".encode("utf-8", "surrogatepass")).digest()
+        shared_id = base64.b32encode(digest).decode()[:SHARED_ID_LENGTH].lower()
+        with self._write() as conn:
+            conn.execute(
+                "INSERT OR IGNORE INTO shared (id, filename, source, created_at) VALUES (?, ?, ?, ?)",
+                (shared_id, filename, source, now_iso()),
+            )
+        return shared_id
+
+    def shared(self, shared_id: str) -> tuple[str, str, str] | None:
+        """(filename, source, created_at) of a shared scenario, or None."""
+        with self._connect() as conn:
+            row = conn.execute(
+                "SELECT filename, source, created_at FROM shared WHERE id = ?", (shared_id,)
+            ).fetchone()
+        return (row[0], row[1], row[2]) if row else None
 
     def run_ids(self) -> list[str]:
         with self._connect() as conn:

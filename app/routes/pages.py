@@ -18,6 +18,7 @@ from jinja2.utils import htmlsafe_json_dumps
 from app import runs
 from app.deps import ManagerDep, RunDep, TemplatesDep, find_run
 from app.models import ErrorResponse
+from app.routes.shared import find_shared
 from app.runner import list_scenarios
 from app.runs import backend_version
 from engine.trace.glossary import glossary
@@ -39,6 +40,12 @@ def _render(
 @router.get("/", response_class=HTMLResponse)
 def index(request: Request, templates: TemplatesDep) -> HTMLResponse:
     """The home page: pick a bundled scenario, or open a scenario file."""
+    return _index(request, templates)
+
+
+def _index(request: Request, templates: Any, opened: dict[str, Any] | None = None) -> HTMLResponse:
+    """The home page; ``opened`` is a scenario text for its editor ({source, filename, origin,
+    ...}), which the page puts there in place of the draft (keeping the draft to restore)."""
     scenarios = [{"id": s.id, "title": s.title, "description": s.description} for s in list_scenarios()]
     torch = runs.torch_available()  # looked up on the module: a test can pretend torch is missing
     config = {
@@ -48,8 +55,56 @@ def index(request: Request, templates: TemplatesDep) -> HTMLResponse:
         "scenarios": scenarios,
         # The torch and diff actions need torch on the server (the page disables them otherwise).
         "backends": {"engine": "engine", **({"torch": backend_version("torch")} if torch else {})},
+        "open": opened,
     }
     return _render(templates, request, "index.html", config, scenarios=scenarios)
+
+
+@router.get(
+    "/s/{shared_id}",
+    response_class=HTMLResponse,
+    responses={404: {"model": ErrorResponse, "description": "no shared scenario with this id"}},
+)
+def shared_page(
+    request: Request, shared_id: str, manager: ManagerDep, templates: TemplatesDep
+) -> HTMLResponse:
+    """A shared scenario's permalink (``POST /api/shared``): the home page with its text in the
+    editor, ready to run."""
+    found = find_shared(manager, shared_id)
+    opened = {
+        "origin": "shared",
+        "id": found.id,
+        "url": found.url,
+        "filename": found.filename,
+        "source": found.source,
+    }
+    return _index(request, templates, opened)
+
+
+@router.get(
+    "/runs/{run_id}/edit",
+    response_class=HTMLResponse,
+    responses={
+        404: {"model": ErrorResponse, "description": "no run with this id"},
+        409: {"model": ErrorResponse, "description": "the run was opened from a trace file: no text to edit"},
+    },
+)
+def edit_page(request: Request, run: RunDep, templates: TemplatesDep) -> HTMLResponse:
+    """ "Edit and run again": the home page with the run's scenario text in the editor."""
+    if run.imported:
+        raise HTTPException(
+            409,
+            f"run {run.id} was opened from a trace file: it was recorded elsewhere and has no scenario "
+            "text here to edit",
+        )
+    opened = {
+        "origin": "run",
+        "run_id": run.id,
+        "title": run.title,
+        "filename": run.filename,
+        "source": run.source,
+    }
+    return _index(request, templates, opened)
 
 
 @router.get(

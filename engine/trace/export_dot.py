@@ -13,6 +13,8 @@ renders it once and restyles elements per step with ``dot_classes(state)``. Each
   its frame's cluster;
 - ``f{frame}``: the cluster of a checkpoint frame (the nodes created while its hooks were on top);
 - ``r{frame}_{gid}``: the cluster of the graph a recomputation of ``frame`` for ``gid`` built;
+- ``m{i}``: the cluster of a module instance (``blocks.3``) in a group of repeated blocks (Note
+  [Folded blocks]); drawn only for such groups;
 - ``e{node}_{i}``: the edge of a node's ``i``-th next function; ``e{id}`` the edge to saved slot,
   holder or output tensor ``{id}``.
 
@@ -59,12 +61,15 @@ class _Collected:
         self.inputs_of: dict[str, str] = {}  # _NoopSaveInputs node -> frame
         self.accumulates: dict[str, Any] = {}  # AccumulateGrad node -> its tensor, when known
         self.recomputations: list[str] = []  # cluster ids, in order
+        self.frame_label: dict[str, str] = {}  # frame -> its label without "#frame" ("Block")
+        self.node_module: dict[str, int] = {}  # node -> id of the module whose forward made it
         noop: str | None = None
         for e in events:
             kind = e.get("kind")
             if kind == "tensor_new":
                 self.tensors[str(e["tensor"])] = e
             elif kind == "frame_new":
+                self.frame_label[str(e["frame"])] = str(e.get("label") or "")
                 # A frame sits in the cluster of whatever hooks were on top when it was made: its
                 # parent's checkpoint hooks, a recomputation's hooks (Rule 3), or none.
                 hooks = self.state["hooks"]
@@ -79,6 +84,8 @@ class _Collected:
                 else:
                     self.frame_cluster[str(e["frame"])] = ""
             elif kind == "node_new":
+                if e.get("module") is not None:
+                    self.node_module[str(e["node"])] = e["module"]
                 if "NoopSaveInputs" in str(e.get("name")):
                     noop = str(e["node"])
                 variable = e.get("variable", e.get("tensor"))
@@ -148,8 +155,11 @@ def to_dot(trace: Any, *, show_saved: bool = True) -> graphviz.Digraph:
             return cluster(f"r{node['recompute'][0]}_{node['recompute'][1]}")
         return ""
 
+    home = {key: node_cluster(node) for key, node in state["nodes"].items()}
+    _fold_blocks(c, state, clusters, parents, home, _modules_of(trace))
+
     for key, node in state["nodes"].items():
-        nid, cid = f"n{key}", node_cluster(node)
+        nid, cid = f"n{key}", home[key]
         label, attrs = node["name"], {"class": "fn", "fillcolor": "lightgrey"}
         if key in c.accumulates and str(c.accumulates[key]) in c.tensors:
             t = c.tensors[str(c.accumulates[key])]
@@ -218,6 +228,155 @@ def to_dot(trace: Any, *, show_saved: bool = True) -> graphviz.Digraph:
     for cid in sorted(clusters, key=depth, reverse=True):
         (clusters[parents[cid]] if parents[cid] else dot).subgraph(clusters[cid])
     return dot
+
+
+# Note [Folded blocks]
+# ~~~~~~~~~~~~~~~~~~~~
+# A model of N identical blocks draws N identical subgraphs, and a long run is mostly those. So
+# ``to_dot`` finds runs of at least ``FOLD_MIN`` consecutive sibling blocks with the same structure
+# and marks them as one fold group: each member cluster gets the attributes ``fold="g{k}"`` and
+# ``foldlabel`` ("checkpoint Block x 12", with a multiplication sign), which a front end uses to draw
+# the whole run as one box until the learner unfolds it (static/js/dot.js, ``collapseDot``). A block is
+#
+# - a checkpoint frame's cluster, among the frames of the same enclosing cluster, in creation order;
+# - a recomputation's cluster, among the recomputations, in the order they ran;
+# - outside any cluster, the nodes one instance of an indexed module made (``blocks.3``, the first
+#   index in the module's path: ``transformer.h.3.attn`` belongs to ``transformer.h.3``), among the
+#   instances of the same container, in the order they first made a node. Such an instance gets a
+#   cluster ``m{i}`` of its own only when it is in a group, so other graphs are laid out as before.
+#
+# Two blocks have the same structure when their nodes, in creation order, have the same names,
+# save slots of the same shapes, and point to each other the same way (an edge leaving the block
+# counts as "outside", wherever it goes); a frame's holders and nested clusters count too. Names of
+# tensors and frames' numbers do not: blocks.0 and blocks.11 of a transformer are the same block.
+
+FOLD_MIN = 3
+TIMES = "\N{MULTIPLICATION SIGN}"
+
+
+def _modules_of(trace: Any) -> dict[str, dict[str, Any]]:
+    """``meta.modules`` of a trace document (Note [Module paths]), or nothing."""
+    meta = trace.get("meta") if isinstance(trace, dict) else getattr(trace, "meta", None)
+    modules = meta.get("modules") if isinstance(meta, dict) else None
+    return modules if isinstance(modules, dict) else {}
+
+
+_INDEX = re.compile(r"\.(\d+)(?=\.|\[|$)|\[(\d+)\]")
+
+
+def _unit_of(path: str) -> tuple[str, str] | None:
+    """(container, instance) of a module path inside an indexed container:
+    ``transformer.h.3.attn`` -> (``transformer.h``, ``transformer.h.3``)."""
+    m = _INDEX.search(path)
+    return (path[: m.start()], path[: m.end()]) if m else None
+
+
+def _structure(state: State, keys: list[str]) -> tuple[Any, ...]:
+    """What Note [Folded blocks] compares of a block's nodes."""
+    index = {k: i for i, k in enumerate(keys)}
+    out = []
+    for k in keys:
+        node = state["nodes"][k]
+        saved = tuple((slot, _shape(s["shape"]), s["packed"]) for slot, s in node["saved"].items())
+        nxt = tuple(None if n is None else index.get(str(n), -1) for n, _ in node["next"])
+        out.append((node["name"], saved, nxt))
+    return tuple(out)
+
+
+def _runs(blocks: list[tuple[str, Any]]) -> list[list[str]]:
+    """Maximal runs of at least FOLD_MIN consecutive blocks (id, structure) with equal structures."""
+    runs: list[list[str]] = []
+    i = 0
+    while i < len(blocks):
+        j = i
+        while j + 1 < len(blocks) and blocks[j + 1][1] == blocks[i][1]:
+            j += 1
+        if j - i + 1 >= FOLD_MIN and blocks[i][1]:
+            runs.append([cid for cid, _ in blocks[i : j + 1]])
+        i = j + 1
+    return runs
+
+
+def _fold_blocks(
+    c: _Collected,
+    state: State,
+    clusters: dict[str, graphviz.Digraph],
+    parents: dict[str, str],
+    home: dict[str, str],
+    modules: dict[str, dict[str, Any]],
+) -> None:
+    """Mark groups of repeated blocks (Note [Folded blocks]); adds ``m{i}`` clusters to
+    ``clusters`` and moves their nodes there in ``home`` (node -> cluster id)."""
+    groups: list[tuple[list[str], str]] = []  # (member cluster ids, label)
+
+    # Instances of indexed modules, outside every checkpoint cluster.
+    instances: dict[str, list[str]] = {}  # instance path -> its nodes, in creation order
+    container_of: dict[str, str] = {}
+    for key in state["nodes"]:
+        module = modules.get(str(c.node_module.get(key)))
+        unit = _unit_of(str(module["path"])) if home[key] == "" and module else None
+        if unit is not None:
+            container_of[unit[1]] = unit[0]
+            instances.setdefault(unit[1], []).append(key)
+    type_of = {str(m["path"]): str(m.get("type", "")) for m in modules.values()}
+    by_container: dict[str, list[tuple[str, Any]]] = {}
+    for path, keys in instances.items():  # in the order each first made a node
+        by_container.setdefault(container_of[path], []).append(
+            (path, (type_of.get(path), _structure(state, keys)))
+        )
+    for blocks in by_container.values():
+        for run in _runs(blocks):
+            ids = []
+            for path in run:
+                cid = f"m{len(clusters)}"
+                attrs = {
+                    "label": path,
+                    "id": cid,
+                    "class": "module",
+                    "style": "rounded,dotted",
+                    "color": "grey40",
+                }
+                clusters[cid] = graphviz.Digraph(name=f"cluster_{cid}", graph_attr=attrs | {"fontsize": "10"})
+                parents[cid] = ""
+                for key in instances[path]:
+                    home[key] = cid
+                ids.append(cid)
+            groups.append((ids, f"{type_of.get(run[0]) or run[0]} {TIMES} {len(run)} ({run[0]} … {run[-1]})"))
+
+    # Checkpoint frames and recomputations.
+    members: dict[str, list[str]] = {}
+    for key, cid in home.items():
+        members.setdefault(cid, []).append(key)
+    children: dict[str, list[str]] = {}
+    for cid, parent in parents.items():
+        children.setdefault(parent, []).append(cid)
+
+    def label_of(cid: str) -> str:
+        return c.frame_label.get(cid[1:].split("_")[0], "")
+
+    def structure(cid: str) -> tuple[Any, ...]:
+        holders: tuple[Any, ...] = ()
+        if cid.startswith("f"):
+            frame = state["frames"][cid[1:]]
+            holders = tuple((h["slot"], _shape(h["shape"])) for h in frame["holders"].values())
+        inner = tuple(structure(k) for k in children.get(cid, []))
+        return (cid[0], label_of(cid), _structure(state, members.get(cid, [])), holders, inner)
+
+    def number(cid: str) -> int:
+        return int(cid[1:].split("_")[0])
+
+    for parent, kids in children.items():
+        frames = sorted((k for k in kids if k.startswith("f")), key=number)
+        for run in _runs([(k, structure(k)) for k in frames]):
+            groups.append((run, f"checkpoint {label_of(run[0])} {TIMES} {len(run)}"))
+        if parent == "":
+            recomputations = [k for k in c.recomputations if k in clusters]
+            for run in _runs([(k, structure(k)) for k in recomputations]):
+                groups.append((run, f"recomputation of {label_of(run[0])} {TIMES} {len(run)}"))
+
+    for g, (ids, label) in enumerate(groups):
+        for cid in ids:
+            clusters[cid].graph_attr.update(fold=f"g{g}", foldlabel=label)
 
 
 def dot_classes(state: State) -> dict[str, list[str]]:

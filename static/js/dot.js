@@ -177,50 +177,91 @@ function clusterAttrs(sub) {
   return found;
 }
 
-// The clusters of a parsed graph: [{id, label, parent, nodes}] with `nodes` the number of node
-// statements inside (nested clusters included). `id` is the cluster's `id` attribute (f0, r0_1).
+// The clusters of a parsed graph: [{id, label, parent, nodes, nodeIds, fold, foldlabel}] with
+// `nodes` the number of node statements inside (nested clusters included), `nodeIds` their ids,
+// `id` the cluster's `id` attribute (f0, r0_1, m3), and `fold`/`foldlabel` its group of repeated
+// blocks, if any (Note [Folded blocks] in engine/trace/export_dot.py).
 export function clustersOf(graph) {
   const out = [];
   const walk = (body, parent) => {
-    let count = 0;
+    const ids = [];
     for (const s of body) {
-      if (s.type === "node") count++;
+      if (s.type === "node") ids.push(s.id);
       if (s.type !== "subgraph") continue;
       const isCluster = s.name && s.name.startsWith("cluster");
       const a = isCluster ? clusterAttrs(s) : {};
-      const entry = isCluster ? { id: a.id || s.name, label: a.label || s.name, parent, nodes: 0 } : null;
+      const entry = isCluster
+        ? { id: a.id || s.name, label: a.label || s.name, parent, nodes: 0, nodeIds: [], fold: a.fold || null, foldlabel: a.foldlabel || null }
+        : null;
       if (entry) out.push(entry);
       const inner = walk(s.body, entry ? entry.id : parent);
-      if (entry) entry.nodes = inner;
-      count += inner;
+      if (entry) {
+        entry.nodeIds = inner;
+        entry.nodes = inner.length;
+      }
+      ids.push(...inner);
     }
-    return count;
+    return ids;
   };
   walk(graph.body, null);
   return out;
 }
 
+// The groups of repeated blocks among `clusters` (clustersOf's result): Map of group id (g0) to
+// {id, label, members: cluster ids in order, nodes: node statements in all of them}.
+export function foldsOf(clusters) {
+  const folds = new Map();
+  for (const c of clusters) {
+    if (!c.fold) continue;
+    if (!folds.has(c.fold)) folds.set(c.fold, { id: c.fold, label: c.foldlabel || c.fold, members: [], nodes: 0 });
+    const f = folds.get(c.fold);
+    f.members.push(c.id);
+    f.nodes += c.nodes;
+  }
+  return folds;
+}
+
 // The DOT text of `graph` with every cluster whose id is in `collapsed` drawn as one node with
-// that id: its nodes are gone, and edges to or from them go to the new node (duplicates and edges
-// inside the cluster dropped). The new node keeps the cluster's `class`, plus `collapsed`, so it is
-// restyled per step like the cluster was.
-export function collapseDot(graph, collapsed) {
-  if (!collapsed || collapsed.size === 0) return printDot(graph);
-  const target = new Map(); // node id -> id of the collapsed cluster that swallows it
+// that id, and every group of repeated blocks whose id is in `folded` drawn as one node with the
+// group's id, where its first block was: their nodes are gone, and edges to or from them go to
+// the new node (duplicates and edges inside dropped). A collapsed cluster's node keeps the
+// cluster's `class`, plus `collapsed`, so it is restyled per step like the cluster was; a folded
+// group's node has the classes `collapsed fold`. If `swallowed` (a Map) is given, it receives the
+// id of every element and cluster now inside a new node -> that node's id.
+export function collapseDot(graph, collapsed, folded = null, swallowed = null) {
+  const noFolds = !folded || folded.size === 0;
+  if ((!collapsed || collapsed.size === 0) && noFolds) return printDot(graph);
+  collapsed = collapsed || new Set();
+  const target = swallowed || new Map(); // element or cluster id -> id of the node that swallows it
   const hoisted = []; // edges written inside a swallowed cluster, moved to the top level
+  const foldNodes = new Map(); // group id -> its node statement (label filled in at the end)
+  const foldMembers = new Map(); // group id -> number of blocks
+  const counts = new Map(); // id of a new node -> node statements it swallowed
 
   const rewrite = (body, swallowedBy) => {
     const out = [];
     for (const s of body) {
       if (s.type === "node") {
-        if (swallowedBy) target.set(s.id, swallowedBy);
-        else out.push(s);
+        if (swallowedBy) {
+          target.set(s.id, swallowedBy);
+          counts.set(swallowedBy, (counts.get(swallowedBy) || 0) + 1);
+        } else out.push(s);
       } else if (s.type === "subgraph") {
         const a = s.name && s.name.startsWith("cluster") ? clusterAttrs(s) : null;
         const cid = a && (a.id || s.name);
-        if (!swallowedBy && a && collapsed.has(cid)) {
+        const fold = a && a.fold && folded && folded.has(a.fold) ? a.fold : null;
+        if (swallowedBy && cid) target.set(cid, swallowedBy);
+        if (!swallowedBy && fold) {
+          if (!foldNodes.has(fold)) {
+            foldNodes.set(fold, { type: "node", id: fold, attrs: [], label: a.foldlabel || fold });
+            out.push(foldNodes.get(fold));
+          }
+          foldMembers.set(fold, (foldMembers.get(fold) || 0) + 1);
+          target.set(cid, fold);
+          rewrite(s.body, fold);
+        } else if (!swallowedBy && a && collapsed.has(cid)) {
           rewrite(s.body, cid);
-          const count = [...target.values()].filter((t) => t === cid).length;
+          const count = counts.get(cid) || 0;
           const label = `▸ ${a.label || cid} · ${count} nodes\n— click to expand —`;
           out.push({
             type: "node",
@@ -249,6 +290,23 @@ export function collapseDot(graph, collapsed) {
   };
   const body = rewrite(graph.body, null);
   body.push(...hoisted);
+
+  for (const [fold, node] of foldNodes) {
+    const blocks = foldMembers.get(fold);
+    const each = Math.round((counts.get(fold) || 0) / blocks);
+    node.attrs = [
+      ["id", quote(fold)],
+      ["class", quote("collapsed fold")],
+      ["label", quote(`▸ ${node.label}\n${blocks} identical blocks, ${each} nodes each\n— click to unfold —`)],
+      ["shape", quote("box")],
+      ["style", quote("rounded,filled,bold")],
+      ["peripheries", quote("2")],
+      ["fillcolor", quote("#eef2f7")],
+      ["color", quote("#475569")],
+      ["fontsize", quote("10")],
+    ];
+    delete node.label;
+  }
 
   const seen = new Set();
   const fixEdges = (stmts) => {

@@ -2,7 +2,9 @@
 // run (POST /api/runs) and opens its viewer. A bundled scenario can also run on real PyTorch
 // ("torch"), or on both backends at once ("diff": two runs, then the diff page comparing them).
 // A trace file (a user's own PyTorch program, traced locally) opens without running anything
-// (POST /api/traces).
+// (POST /api/traces). The editor's text can be shared behind a permalink (POST /api/shared, /s/<id>),
+// and a permalink or a run's "edit and run again" (/runs/<id>/edit) opens the home page with a
+// text for the editor in its config (`open`).
 
 import { getJSON, postFile, postJSON, readConfig } from "./api.js";
 import { createEditor } from "./editor.js";
@@ -150,6 +152,69 @@ async function loadScenarios() {
   }
 }
 
+// --- a scenario opened in the editor: a shared permalink (/s/<id>) or "edit and run again" ------
+
+const EARLIER_DRAFT_KEY = "autograd-lens:earlier-draft";
+
+// Put `open.source` in the editor. The draft it replaces is kept (nothing typed is lost) and can
+// be put back with one click.
+function openInEditor(editor, open) {
+  const earlier = editor.value;
+  const keep = earlier.trim() && earlier !== open.source && earlier !== STARTER;
+  if (keep) {
+    try {
+      localStorage.setItem(EARLIER_DRAFT_KEY, earlier);
+    } catch {
+      // storage disabled: the earlier draft is still restorable from this page below
+    }
+  }
+  editor.value = open.source;
+  $("#editor-name").value = open.filename || "scenario.py";
+  const text =
+    open.origin === "run"
+      ? `Editing the scenario of the run “${open.title}” (${open.filename}). Change it and run it again: the old run stays as it was.`
+      : `A shared scenario, ${open.filename}, from the link ${location.origin}${open.url}. Run it as it is, or change it first.`;
+  $("#editor-notice-text").textContent = text; // titles and file names are the user's: text only
+  $("#editor-notice").hidden = false;
+  const restore = $("#editor-restore");
+  restore.hidden = !keep;
+  restore.onclick = () => {
+    editor.value = earlier;
+    restore.hidden = true;
+    $("#editor-notice-text").textContent = "Your earlier draft is back in the editor.";
+  };
+  $("#edit-title").scrollIntoView({ block: "start" });
+  editor.focus();
+}
+
+async function share(editor) {
+  const button = $("#editor-share");
+  showError("#run-error", null);
+  button.disabled = true;
+  try {
+    const shared = await postJSON("/api/shared", { source: editor.value, filename: $("#editor-name").value || "scenario.py" });
+    $("#share-url").value = `${location.origin}${shared.url}`;
+    $("#share-result").hidden = false;
+    $("#share-url").select();
+  } catch (err) {
+    showError("#run-error", err);
+  } finally {
+    button.disabled = false;
+  }
+}
+
+async function copyShareUrl() {
+  const input = $("#share-url");
+  input.select();
+  try {
+    await navigator.clipboard.writeText(input.value);
+    $("#share-copy").textContent = "Copied";
+  } catch {
+    document.execCommand("copy"); // no clipboard permission (an http page): the old way
+    $("#share-copy").textContent = "Copied";
+  }
+}
+
 function main() {
   loadScenarios();
   // The editor loads its bundle first; the handlers below wait for it.
@@ -159,9 +224,12 @@ function main() {
     form: $("#editor-form"),
     starter: STARTER,
   });
-  ready.then(() => {
+  ready.then((editor) => {
+    if (config.open) openInEditor(editor, config.open);
     document.body.dataset.editorReady = "1";
   });
+  $("#editor-share").addEventListener("click", () => ready.then((editor) => share(editor)));
+  $("#share-copy").addEventListener("click", () => copyShareUrl());
 
   $("#scenario-list").addEventListener("click", (e) => {
     const open = e.target.closest(".scenario-open");

@@ -547,6 +547,11 @@ async function start() {
     $("#run-export").href = lensData.exportHref || "#";
     $("#run-export").hidden = !lensData.exportHref; // an exported file is its own export
   }
+  if ($("#run-edit")) {
+    // A run that has a scenario text on this server: not a trace file opened here, not a file.
+    $("#run-edit").href = `/runs/${encodeURIComponent(runId)}/edit`;
+    $("#run-edit").hidden = !lensData.exportHref || Boolean(run.imported) || !run.source;
+  }
   showStatus(run.status, run.status);
 
   player = new Player(run.initial_state || {});

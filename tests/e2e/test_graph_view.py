@@ -227,3 +227,45 @@ def test_no_panel_overlaps_another_or_is_cut_off(
         "(() => { const b = document.querySelector('#view-source .source-body'); return b.scrollWidth <= b.clientWidth + 1; })()"
     )
     screenshot(page, f"layout-{width}x{height}")
+
+
+def test_repeated_blocks_fold_into_one_box_that_unfolds(page: Page, live_server: str) -> None:
+    """Note [Folded blocks]: chain_of_blocks checkpoints three identical blocks, so its three frames
+    (and the three recomputations) fold into one box each with the count, and unfold on a click."""
+    created = api(live_server, "/api/runs", {"scenario": "chain_of_blocks"})
+    from tests.e2e.conftest import wait_finished
+
+    assert wait_finished(live_server, created["id"])["status"] == "done"
+    events = api(live_server, f"/api/runs/{created['id']}/trace.json")["events"]
+    recompute = next(e["seq"] for e in events if e["kind"] == "recompute_start")
+    open_run(page, live_server, created["id"], step=recompute + 1)
+    frames = ["f0", "f1", "f2"]
+    assert all(page.locator(f"#view-graph svg g[id='{f}']").count() == 1 for f in frames)
+    fold = page.locator("#view-graph [data-act=fold]")
+    assert fold.is_visible(), "the toolbar offers to fold the repeated blocks"
+    fold.click()
+    page.wait_for_function("document.querySelector('#view-graph svg g#g0') !== null")
+    box = page.locator("#view-graph svg g#g0")
+    assert "checkpoint Block \N{MULTIPLICATION SIGN} 3" in box.text_content()
+    assert "3 identical blocks" in box.text_content()
+    assert box.get_attribute("aria-expanded") == "false"
+    for f in frames:
+        assert page.locator(f"#view-graph svg g[id='{f}']").count() == 0, "the blocks are inside the box"
+    # The recomputations fold too; the one running at this step shows on its group's box.
+    recomputations = page.locator("#view-graph svg g.node.fold").count()
+    assert recomputations == 2
+    boxes = {g: graph_classes(page, [g])[g] for g in ("g0", "g1")}
+    assert any({"active", "focus"} & classes for classes in boxes.values()), boxes
+    screenshot(page, "graph-05-folded-blocks")
+    # Unfolding from the keyboard: the first block takes the focus where the box was.
+    box.focus()
+    page.keyboard.press("Enter")
+    page.wait_for_function("document.querySelector('#view-graph svg g#g0') === null")
+    assert all(page.locator(f"#view-graph svg g[id='{f}']").count() == 1 for f in frames)
+    assert page.evaluate("document.activeElement.id") == "f0"
+    # Stepping while folded keeps the box's state current: at the end every block is dead.
+    fold.click()
+    page.wait_for_function("document.querySelector('#view-graph svg g#g1') !== null")
+    page.keyboard.press("End")
+    page.wait_for_function(f"window.lens.player.step === {len(events)}")
+    assert "absent" not in graph_classes(page, ["g0"])["g0"]

@@ -303,3 +303,43 @@ def test_exports_take_a_recorder_and_plain_json_validates() -> None:
     assert len(derived) == len(tr.events)
     check_chrome(chrome_trace(tr))
     assert "f0" in dot_ids(to_dot(tr).source)
+
+
+# --- Note [Folded blocks] -----------------------------------------------------------------------
+
+
+def _folds(name: str) -> dict[str, list[str]]:
+    """Fold group label -> the ids of its member clusters, in the DOT of a golden trace."""
+    from tests.scenarios._golden import GOLDEN_DIR
+
+    document = json.loads((GOLDEN_DIR / f"{name}.json").read_text())["trace"]
+    source = to_dot(document).source
+    groups: dict[str, list[str]] = defaultdict(list)
+    for block in re.finditer(r"subgraph cluster_(\w+) \{(.*?)\n\t*(?:subgraph|\})", source, re.S):
+        found = re.search(r'fold=(\w+)\s+foldlabel="([^"]*)"', block.group(2))
+        if found:
+            groups[found.group(2)].append(block.group(1))
+    return dict(groups)
+
+
+def test_identical_checkpointed_blocks_fold_and_different_ones_do_not() -> None:
+    times = "\N{MULTIPLICATION SIGN}"
+    assert _folds("chain_of_blocks") == {
+        f"checkpoint Block {times} 3": ["f0", "f1", "f2"],
+        f"recomputation of Block {times} 3": ["r2_0", "r1_0", "r0_0"],  # in the order they ran
+    }
+    assert _folds("mlp_memory_per_block") == {
+        f"checkpoint Sequential {times} 4": ["f0", "f1", "f2", "f3"],
+        f"recomputation of Sequential {times} 4": ["r3_0", "r2_0", "r1_0", "r0_0"],
+    }
+    # Nested frames differ from their parents and from each other: nothing to fold.
+    assert _folds("nested_checkpoint") == {}
+
+
+def test_identical_module_instances_fold_outside_checkpoints() -> None:
+    """Without checkpointing, the blocks are module instances: blocks.0 takes the input, which does
+    not require grad, so its graph differs; blocks.1 to blocks.3 are the same block."""
+    folds = _folds("mlp_memory_none")
+    assert list(folds) == [f"Sequential \N{MULTIPLICATION SIGN} 3 (blocks.1 … blocks.3)"]
+    (members,) = folds.values()
+    assert len(members) == 3 and all(re.fullmatch(r"m\d+", m) for m in members)

@@ -8,7 +8,8 @@
 // plus the ids the current event names, which are highlighted ("focus"). A step recomputes the
 // classes of the elements its changes touched, not of the whole graph, which keeps a step cheap
 // on a 2,000-node graph. Clicking a cluster's title (or Enter on it) collapses it into one node (a
-// new layout).
+// new layout). A group of repeated identical blocks (Note [Folded blocks] in export_dot.py) can be
+// folded into one box with its count, g{k}; clicking the box unfolds it. Big graphs open folded.
 //
 // Note [The whole graph in view]: the graph opens fitted to its panel, and stays fitted (on a
 // resize, after a collapse) until the learner zooms. The layout is computed once per collapse
@@ -18,7 +19,7 @@
 
 import { instance } from "../../vendor/viz-js/viz.js";
 import { readConfig } from "../api.js";
-import { clustersOf, collapseDot, parseDot } from "../dot.js";
+import { clustersOf, collapseDot, foldsOf, parseDot } from "../dot.js";
 import { esc, frameName, gidLabel, nodeName, shape, tensorName } from "../format.js";
 
 let root = null;
@@ -27,7 +28,11 @@ let info = null;
 let vizPromise = null;
 let parsed = null;
 let collapsed = new Set();
-let clusterInfo = new Map(); // cluster id -> {label, nodes}
+let clusterInfo = new Map(); // cluster id -> {label, nodes, nodeIds, fold}
+let folded = new Set(); // ids of the groups of repeated blocks drawn as one box
+let foldInfo = new Map(); // group id -> {label, members, nodes}
+let swallowed = new Map(); // id of an element or cluster inside a box -> the box's id
+let moduleOf = new Map(); // n{node} -> the m{i} cluster drawn around it
 let svg = null;
 let natural = { w: 0, h: 0 }; // the SVG's size at zoom 1, in px
 let zoom = 1;
@@ -60,8 +65,9 @@ export function mount(el) {
         <button type="button" data-act="in" title="Zoom in (Ctrl+wheel)">+</button>
         <label title="Scroll the graph to what the current event is about"><input type="checkbox" data-act="follow" checked> follow</label>
         <label title="Show elements that do not exist yet, faintly"><input type="checkbox" data-act="ghosts"> future</label>
-        <button type="button" data-act="collapse" title="Collapse every checkpoint frame and recomputation">Collapse all</button>
-        <button type="button" data-act="expand" title="Expand every cluster">Expand all</button>
+        <button type="button" data-act="collapse" title="Collapse every checkpoint frame and recomputation into one box each">Collapse</button>
+        <button type="button" data-act="expand" title="Expand every cluster and unfold every group of repeated blocks">Expand</button>
+        <button type="button" data-act="fold" hidden title="Draw each run of identical blocks (a model's layers) as one box with its count">Fold</button>
         <button type="button" data-act="svg" title="Download the graph as it is at this step, as an SVG file">SVG</button>
       </div>
     </div>
@@ -115,12 +121,18 @@ export function note(text) {
 export async function load(dotText) {
   parsed = parseDot(dotText);
   useBrowserFonts(parsed);
-  clusterInfo = new Map(clustersOf(parsed).map((c) => [c.id, c]));
-  // Big graphs start with their recomputations collapsed: each repeats the structure of its frame,
-  // and every element drawn costs time at each step (the whole SVG is repainted).
+  const clusters = clustersOf(parsed);
+  clusterInfo = new Map(clusters.map((c) => [c.id, c]));
+  foldInfo = foldsOf(clusters);
+  root.querySelector('[data-act="fold"]').hidden = foldInfo.size === 0;
+  // Big graphs start with their repeated blocks folded and their recomputations collapsed: each
+  // repeats a structure already drawn, and every element drawn costs time at each step (the whole
+  // SVG is repainted).
   const nodes = parsed.body.length + [...clusterInfo.values()].reduce((n, c) => n + c.nodes, 0);
+  const big = nodes > BIG_GRAPH;
+  folded = new Set(big ? foldInfo.keys() : []);
   collapsed = new Set(
-    nodes > BIG_GRAPH ? [...clusterInfo.values()].filter((c) => c.id.startsWith("r") && c.parent === null).map((c) => c.id) : [],
+    big ? [...clusterInfo.values()].filter((c) => c.id.startsWith("r") && c.parent === null && !c.fold).map((c) => c.id) : [],
   );
   fitted = true;
   await layout();
@@ -145,7 +157,8 @@ function useBrowserFonts(graph) {
 // `refocus`: the id of the cluster to give the keyboard focus back to (it was toggled from it).
 async function layout(refocus = null) {
   const viz = await vizPromise;
-  const el = viz.renderSVGElement(collapseDot(parsed, collapsed));
+  swallowed = new Map();
+  const el = viz.renderSVGElement(collapseDot(parsed, collapsed, folded, swallowed));
   hideInfo();
   canvas.innerHTML = "";
   canvas.appendChild(el);
@@ -173,6 +186,7 @@ function index() {
   edgesByEnd = new Map();
   savedOf = new Map();
   clustersOfFrame = new Map();
+  moduleOf = new Map();
   transient = new Set();
   for (const el of svg.querySelectorAll("g.node, g.cluster, g.edge")) {
     const id = el.id;
@@ -209,6 +223,12 @@ function index() {
       addFrameCluster(m[1], id);
     } else if ((m = /^t(\d+)$/.exec(id))) {
       Object.assign(item, { kind: "tensor", key: m[1] });
+    } else if (/^m\d+$/.test(id)) {
+      Object.assign(item, { kind: "module", nodes: nodeKeysIn(clusterInfo.get(id)) });
+      for (const k of item.nodes) moduleOf.set(`n${k}`, id);
+    } else if (foldInfo.has(id)) {
+      Object.assign(item, { kind: "fold", members: foldInfo.get(id).members.map(memberItem) });
+      makeToggle(item, titleText);
     } else {
       item.kind = "other";
     }
@@ -220,8 +240,29 @@ function index() {
   }
 }
 
+// The autograd nodes (keys) drawn inside a cluster.
+function nodeKeysIn(cluster) {
+  return cluster ? cluster.nodeIds.filter((id) => /^n\d+$/.test(id)).map((id) => id.slice(1)) : [];
+}
+
+// A block of a folded group, not drawn: an item for classesOf with no element.
+function memberItem(id) {
+  let m;
+  if ((m = /^f(\d+)$/.exec(id))) return { id, kind: "frame", key: m[1] };
+  if ((m = /^r(\d+)_(.+)$/.exec(id))) return { id, kind: "rcluster", key: m[1], gid: m[2] };
+  return { id, kind: "module", nodes: nodeKeysIn(clusterInfo.get(id)) };
+}
+
 // A cluster (or the box it collapsed into) is a button: Tab reaches it, Enter or Space toggles it.
 function makeToggle(item, titleText) {
+  if (item.kind === "fold") {
+    const f = foldInfo.get(item.id);
+    item.el.setAttribute("tabindex", "0");
+    item.el.setAttribute("role", "button");
+    item.el.setAttribute("aria-expanded", "false");
+    item.el.setAttribute("aria-label", `${f.label}: ${f.members.length} identical blocks folded into one box, ${f.nodes} nodes: unfold`);
+    return;
+  }
   const c = clusterInfo.get(item.id);
   const label = (c && c.label) || titleText;
   const nodes = c ? ` (${c.nodes} nodes)` : "";
@@ -232,6 +273,12 @@ function makeToggle(item, titleText) {
 }
 
 function toggle(id) {
+  if (folded.has(id)) {
+    // Unfolding: the keyboard focus goes to the first block, where the box was.
+    folded.delete(id);
+    layout(foldInfo.get(id).members[0]);
+    return;
+  }
   if (collapsed.has(id)) collapsed.delete(id);
   else collapsed.add(id);
   layout(id);
@@ -299,6 +346,26 @@ function classesOf(item, state, hot) {
       cls = [hot.recomputingKeys.has(`${item.key}_${item.gid}`) ? "active" : "done"];
       break;
     }
+    case "module": {
+      if (!item.nodes.some((k) => nodes[k])) return null;
+      cls = item.nodes.some((k) => hot.running.has(Number(k))) ? ["running"] : [];
+      break;
+    }
+    case "fold": {
+      // Present when one of its blocks is; busy when one of them is.
+      const busy = new Set();
+      let any = false;
+      for (const member of item.members) {
+        const c = classesOf(member, state, hot);
+        if (c === null) continue;
+        any = true;
+        for (const k of c) if (FOLD_BUSY.has(k)) busy.add(k);
+      }
+      if (!any) return null;
+      cls = [...busy];
+      if (hot.inBox.has(item.id)) cls.push("running");
+      break;
+    }
     case "tensor": {
       const t = (state.tensors || {})[item.key];
       if (!t || !t.name || t.node === null || t.node === undefined) return null;
@@ -318,6 +385,9 @@ function classesOf(item, state, hot) {
   if (hot.focus.has(item.id)) cls.push("focus");
   return cls;
 }
+
+// The classes of a folded group's blocks that its box shows.
+const FOLD_BUSY = new Set(["running", "running-forward", "running-recompute", "recomputing", "active", "focus"]);
 
 // What is in progress, and the ids the current event names: each step may restyle these.
 function hotOf(state, event) {
@@ -344,12 +414,17 @@ function hotOf(state, event) {
       if (event.kind.startsWith("recompute") || recomputing.has(event.frame)) focus.add(`r${event.frame}_${g}`);
     }
   }
+  // What is inside a collapsed cluster or a folded group is shown by its box.
+  const inBox = new Set();
+  for (const n of running) if (swallowed.has(`n${n}`)) inBox.add(swallowed.get(`n${n}`));
+  for (const id of [...focus]) if (swallowed.has(id)) focus.add(swallowed.get(id));
   const ids = new Set(focus);
+  for (const id of inBox) ids.add(id);
   for (const n of running) ids.add(`n${n}`);
   for (const h of unpacking) ids.add(`h${h}`);
   for (const f of recomputing) ids.add(`f${f}`);
   for (const k of recomputingKeys) ids.add(`r${k}`);
-  return { running, unpacking, recomputing, recomputingKeys, focus, ids };
+  return { running, unpacking, recomputing, recomputingKeys, focus, ids, inBox };
 }
 
 // Element ids a change may have restyled.
@@ -431,6 +506,8 @@ export function render(state, ctx) {
   } else {
     for (const id of transient) targets.add(id);
     for (const id of hot.ids) targets.add(id);
+    for (const id of [...targets]) if (swallowed.has(id)) targets.add(swallowed.get(id));
+    for (const id of [...targets]) if (moduleOf.has(id)) targets.add(moduleOf.get(id));
     const edges = new Set();
     for (const id of targets) {
       const item = els.get(id);
@@ -527,6 +604,10 @@ function onTool(e) {
     layout();
   } else if (e.type === "click" && act === "expand" && parsed) {
     collapsed = new Set();
+    folded = new Set();
+    layout();
+  } else if (e.type === "click" && act === "fold" && parsed) {
+    folded = new Set(foldInfo.keys());
     layout();
   } else if (e.type === "click" && act === "svg" && svg) {
     const step = last.ctx ? last.ctx.step : 0;
@@ -594,7 +675,7 @@ function onWheel(e) {
 function onCanvasKey(e) {
   if (e.key !== "Enter" && e.key !== " ") return;
   const item = e.target.closest && els.get(e.target.closest("g.cluster, g.node")?.id);
-  if (!item || (item.kind !== "frame" && item.kind !== "rcluster") || !parsed) return;
+  if (!item || (item.kind !== "frame" && item.kind !== "rcluster" && item.kind !== "fold") || !parsed) return;
   e.preventDefault();
   e.stopPropagation(); // Space and Enter also mean "step" to the page
   toggle(item.id);
@@ -628,9 +709,9 @@ function onCanvasClick(e) {
   const g = e.target.closest && e.target.closest("g.cluster, g.node");
   if (!g || !parsed) return;
   const item = els.get(g.id);
-  if (!item || (item.kind !== "frame" && item.kind !== "rcluster")) return;
-  // A cluster's title (or a collapsed cluster's node) toggles it.
-  if (!item.clusterNode && e.target.tagName.toLowerCase() !== "text") return;
+  if (!item || (item.kind !== "frame" && item.kind !== "rcluster" && item.kind !== "fold")) return;
+  // A cluster's title (or a collapsed cluster's node, or a folded group's box) toggles it.
+  if (item.kind !== "fold" && !item.clusterNode && e.target.tagName.toLowerCase() !== "text") return;
   toggle(g.id);
 }
 
@@ -794,6 +875,18 @@ function describe(item, state) {
   }
   if (item.kind === "saved") {
     return `<b>saved tensor</b> <code>${esc(item.slot)}</code> of ${esc(nodeName(state, item.key))}`;
+  }
+  if (item.kind === "fold") {
+    const f = foldInfo.get(item.id);
+    const made = item.members.filter((m) => classesOf(m, state, { running: new Set(), unpacking: new Set(), recomputing: new Set(), recomputingKeys: new Set(), focus: new Set(), inBox: new Set() }) !== null).length;
+    return (
+      `<b>${esc(f.label)}</b><br>${f.members.length} blocks with the same structure (the same ops, saving the same shapes), drawn as one box; ${made} of them exist at this step` +
+      `<br><span class="dim">click to unfold them (${f.nodes} nodes)</span>`
+    );
+  }
+  if (item.kind === "module") {
+    const c = clusterInfo.get(item.id);
+    return `<b>module ${esc(c ? c.label : item.id)}</b><br>the nodes its forward made: one of a run of identical blocks; <span class="dim">Fold repeats draws the run as one box</span>`;
   }
   return "";
 }
