@@ -156,7 +156,7 @@ def to_dot(trace: Any, *, show_saved: bool = True) -> graphviz.Digraph:
         return ""
 
     home = {key: node_cluster(node) for key, node in state["nodes"].items()}
-    _fold_blocks(c, state, clusters, parents, home, _modules_of(trace))
+    fold_with = _fold_blocks(c, state, clusters, parents, home, _modules_of(trace))
 
     for key, node in state["nodes"].items():
         nid, cid = f"n{key}", home[key]
@@ -171,6 +171,8 @@ def to_dot(trace: Any, *, show_saved: bool = True) -> graphviz.Digraph:
         elif key in c.inputs_of:
             label = f"{node['name']}\n(inputs of {state['frames'][c.inputs_of[key]]['name']})"
             attrs = {"class": "fn inputs", "fillcolor": "white", "style": "filled,dashed"}
+        if key in fold_with:
+            attrs["foldwith"] = fold_with[key]
         add(cid, nid, label, **attrs)
         for i, (nxt, _input_nr) in enumerate(node["next"]):
             if nxt is not None and str(nxt) in state["nodes"]:
@@ -195,12 +197,13 @@ def to_dot(trace: Any, *, show_saved: bool = True) -> graphviz.Digraph:
                 if holder["node"] is not None and str(holder["node"]) in state["nodes"]:
                     dot.edge(f"n{holder['node']}", hid, id=f"e{hid}", dir="none", style="dashed")
 
-    # Named tensors with a grad_fn: the variables a learner wrote, as torchviz draws its outputs.
+    # Named tensors with a grad_fn: the variables a learner wrote, as torchviz draws its outputs,
+    # beside their grad_fn, in its cluster (a block's own variables fold with the block).
     for key, t in c.tensors.items():
         if t.get("name") and t.get("node") is not None and str(t["node"]) in state["nodes"]:
             tid = f"t{key}"
             add(
-                "",
+                home[str(t["node"])],
                 tid,
                 f"{t['name']}\n{_shape(t.get('shape'))}",
                 **{"class": "tensor", "fillcolor": "darkolivegreen1"},
@@ -304,9 +307,11 @@ def _fold_blocks(
     parents: dict[str, str],
     home: dict[str, str],
     modules: dict[str, dict[str, Any]],
-) -> None:
+) -> dict[str, str]:
     """Mark groups of repeated blocks (Note [Folded blocks]); adds ``m{i}`` clusters to
-    ``clusters`` and moves their nodes there in ``home`` (node -> cluster id)."""
+    ``clusters`` and moves their nodes there in ``home`` (node -> cluster id). Returns the nodes
+    outside the blocks that fold with them (node -> group id): each checkpoint's
+    ``_NoopSaveInputsBackward`` and its dummy leaf, made just before the frame."""
     groups: list[tuple[list[str], str]] = []  # (member cluster ids, label)
 
     # Instances of indexed modules, outside every checkpoint cluster.
@@ -374,9 +379,21 @@ def _fold_blocks(
             for run in _runs([(k, structure(k)) for k in recomputations]):
                 groups.append((run, f"recomputation of {label_of(run[0])} {TIMES} {len(run)}"))
 
+    fold_with: dict[str, str] = {}
+    noop_of = {frame: node for node, frame in c.inputs_of.items()}
     for g, (ids, label) in enumerate(groups):
         for cid in ids:
             clusters[cid].graph_attr.update(fold=f"g{g}", foldlabel=label)
+            noop = noop_of.get(cid[1:]) if cid.startswith("f") else None
+            if noop is None or noop not in state["nodes"] or home[noop] != parents[cid]:
+                continue
+            fold_with[noop] = f"g{g}"
+            for nxt, _ in state["nodes"][noop]["next"]:
+                leaf = str(nxt)
+                tensor = c.tensors.get(str(c.accumulates.get(leaf)), {})
+                if leaf in state["nodes"] and tensor.get("shape") == [0]:  # the dummy
+                    fold_with[leaf] = f"g{g}"
+    return fold_with
 
 
 def dot_classes(state: State) -> dict[str, list[str]]:

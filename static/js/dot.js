@@ -167,6 +167,12 @@ export function printDot(graph) {
 
 // --- clusters -----------------------------------------------------------------------------------
 
+// The value of attribute `key` of a node statement, or null.
+function attrOf(stmt, key) {
+  for (const [k, v] of stmt.attrs) if (k === key) return v.v;
+  return null;
+}
+
 // The `id` and label of a `subgraph cluster_*`, from its `graph [...]` or `a = b` statements.
 function clusterAttrs(sub) {
   const found = {};
@@ -242,9 +248,12 @@ export function collapseDot(graph, collapsed, folded = null, swallowed = null) {
     const out = [];
     for (const s of body) {
       if (s.type === "node") {
-        if (swallowedBy) {
-          target.set(s.id, swallowedBy);
-          counts.set(swallowedBy, (counts.get(swallowedBy) || 0) + 1);
+        // A node outside the blocks that folds with them (a checkpoint's inputs node): Note [Folded blocks].
+        const withFold = folded && folded.size ? attrOf(s, "foldwith") : null;
+        const into = swallowedBy || (withFold && folded.has(withFold) ? withFold : null);
+        if (into) {
+          target.set(s.id, into);
+          counts.set(into, (counts.get(into) || 0) + 1);
         } else out.push(s);
       } else if (s.type === "subgraph") {
         const a = s.name && s.name.startsWith("cluster") ? clusterAttrs(s) : null;

@@ -340,6 +340,20 @@ def test_identical_module_instances_fold_outside_checkpoints() -> None:
     """Without checkpointing, the blocks are module instances: blocks.0 takes the input, which does
     not require grad, so its graph differs; blocks.1 to blocks.3 are the same block."""
     folds = _folds("mlp_memory_none")
-    assert list(folds) == [f"Sequential \N{MULTIPLICATION SIGN} 3 (blocks.1 … blocks.3)"]
+    assert list(folds) == ["Sequential \N{MULTIPLICATION SIGN} 3 (blocks.1 … blocks.3)"]
     (members,) = folds.values()
     assert len(members) == 3 and all(re.fullmatch(r"m\d+", m) for m in members)
+
+
+def test_a_checkpoints_inputs_node_and_dummy_fold_with_its_frame() -> None:
+    """The _NoopSaveInputsBackward of each checkpoint and its dummy leaf are made just before the
+    frame, outside it: they fold with the frame's group, so a folded model is one box."""
+    from tests.scenarios._golden import GOLDEN_DIR
+
+    document = json.loads((GOLDEN_DIR / "chain_of_blocks.json").read_text())["trace"]
+    source = to_dot(document).source
+    statements = re.finditer(r"^\t(n\d+) \[(.*?)\]$", source, re.S | re.M)  # labels span lines
+    folding = sorted(m.group(1) for m in statements if "foldwith=g0" in m.group(2))
+    names = {f"n{e['node']}": e["name"] for e in document["events"] if e["kind"] == "node_new"}
+    assert [names[n] for n in folding].count("_NoopSaveInputsBackward") == 3
+    assert len(folding) == 6, "three inputs nodes and their three dummies"
