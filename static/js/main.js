@@ -547,6 +547,10 @@ async function start() {
     $("#run-export").href = lensData.exportHref || "#";
     $("#run-export").hidden = !lensData.exportHref; // an exported file is its own export
   }
+  if ($("#run-chrome")) {
+    $("#run-chrome").href = lensData.chromeHref || "#";
+    $("#run-chrome").hidden = !lensData.chromeHref;
+  }
   if ($("#run-edit")) {
     // A run that has a scenario text on this server: not a trace file opened here, not a file.
     $("#run-edit").href = `/runs/${encodeURIComponent(runId)}/edit`;

@@ -28,6 +28,7 @@ function fromServer(runId, config) {
     events: (handlers) => openStream(runId, handlers),
     traceHref: `${base}/trace.json`,
     exportHref: `${base}/export.html`,
+    chromeHref: `${base}/trace.chrome.json`,
   };
 }
 
@@ -55,5 +56,6 @@ function fromData(data) {
     // The trace.json link downloads the inlined trace (without the derived part).
     traceHref: URL.createObjectURL(new Blob([JSON.stringify(trace)], { type: "application/json" })),
     exportHref: null,
+    chromeHref: null, // made by the server (engine.trace.export.to_chrome); a file has no server
   };
 }

@@ -29,7 +29,7 @@ def set_text(page: Page, text: str) -> None:
 def test_a_shared_link_opens_the_text_in_the_editor_and_keeps_the_draft(
     browser: Any, live_server: str
 ) -> None:
-    author = browser.new_page(viewport={"width": 1440, "height": 900})
+    author = browser.new_page(viewport={"width": 1440, "height": 900}, bypass_csp=True)  # see conftest.page
     try:
         open_home(author, live_server)
         set_text(author, SHARED)
@@ -42,7 +42,7 @@ def test_a_shared_link_opens_the_text_in_the_editor_and_keeps_the_draft(
     finally:
         author.close()
 
-    reader = browser.new_page(viewport={"width": 1440, "height": 900})
+    reader = browser.new_page(viewport={"width": 1440, "height": 900}, bypass_csp=True)
     try:
         open_home(reader, live_server)
         set_text(reader, "# my own work in progress\n")
@@ -64,6 +64,12 @@ def test_edit_and_run_again_from_a_run(page: Page, live_server: str) -> None:
     assert wait_finished(live_server, created["id"])["status"] == "done"
     page.goto(f"{live_server}/runs/{created['id']}")
     page.wait_for_function("document.body.dataset.ready === '1'")
+    # The header's exports: the Perfetto trace downloads from the server, with its tracks.
+    chrome = page.locator("#run-chrome")
+    assert chrome.is_visible()
+    perfetto = api(live_server, chrome.get_attribute("href"))
+    names = {e.get("name") for e in perfetto["traceEvents"]}
+    assert "memory (bytes)" in names and {"s", "f"} <= {e["ph"] for e in perfetto["traceEvents"]}
     edit = page.locator("#run-edit")
     assert edit.is_visible()
     edit.click()
