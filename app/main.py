@@ -25,7 +25,7 @@ from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.config import Settings
-from app.routes import api, compare, derived, diff, pages, shared, stream, traces
+from app.routes import api, compare, derived, diff, pages, pitfalls, shared, stream, traces
 from app.runs import RunManager
 
 log = logging.getLogger("autograd_lens")
@@ -68,6 +68,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(compare.router)
     app.include_router(compare.page_router)
     app.include_router(diff.router)
+    app.include_router(pitfalls.router)
     app.include_router(shared.router)
     app.include_router(pages.router)
     app.mount("/static", StaticFiles(directory=settings.static_dir, check_dir=False), name="static")

@@ -27,6 +27,15 @@ class Scenario(BaseModel):
     id: str = Field(description="the file stem in scenarios/, what POST /api/runs takes")
     title: str = Field(description="the first line of the scenario's docstring")
     description: str = Field(description="the rest of the docstring")
+    group: str | None = Field(default=None, description='a section of the home page ("Pitfalls"), or null')
+    pair: str | None = Field(
+        default=None, description="the broken/fixed pair this scenario belongs to, if any"
+    )
+    variant: str | None = Field(default=None, description='"broken" or "fixed", within its pair')
+    symptoms: list[str] = Field(
+        default_factory=list, description="error texts or symptoms a user would search for, to find it"
+    )
+    reports: list[str] = Field(default_factory=list, description="URLs of public reports it reproduces")
 
 
 class RunCreate(BaseModel):

@@ -91,10 +91,55 @@ class RunResult:
 
 @dataclass(frozen=True)
 class ScenarioInfo:
+    """A bundled scenario, read from its docstring (Note [Scenario metadata])."""
+
     id: str
     title: str
     description: str
     path: Path
+    group: str | None = None
+    pair: str | None = None
+    variant: str | None = None
+    symptoms: tuple[str, ...] = ()
+    reports: tuple[str, ...] = ()
+
+
+# Note [Scenario metadata]
+# ~~~~~~~~~~~~~~~~~~~~~~~~
+# A scenario's docstring is its title (first line) and description (the rest). It may end with a
+# paragraph of ``Key: value`` lines, each key one of ``METADATA_KEYS``, which the home page reads:
+# ``Group`` (a section, "Pitfalls"), ``Pair`` and ``Variant`` (a broken/fixed pair's name, and
+# which side this file is), ``Symptom`` (an error text or symptom a user would search for; may
+# repeat) and ``Reports`` (a public report it reproduces, a URL; may repeat); an indented line
+# continues the value above it. That paragraph is not part of the description. A docstring without
+# it reads as before.
+METADATA_KEYS = {
+    "Group": "group",
+    "Pair": "pair",
+    "Variant": "variant",
+    "Symptom": "symptoms",
+    "Reports": "reports",
+}
+_METADATA_LINE = re.compile(rf"^({'|'.join(METADATA_KEYS)}): (.+)$")
+
+
+def _split_metadata(rest: str) -> tuple[str, dict[str, Any]]:
+    """The description without its metadata paragraph, and the fields that paragraph sets."""
+    body, _, last = rest.rpartition("\n\n")
+    entries: list[list[str]] = []  # [key, value]; an indented line continues the value before it
+    for line in last.splitlines():
+        m = _METADATA_LINE.match(line.strip())
+        if line[:1].isspace() and entries:
+            entries[-1][1] += " " + line.strip()
+        elif m and not line[:1].isspace():
+            entries.append([m[1], m[2].strip()])
+        else:
+            return rest, {}
+    fields: dict[str, Any] = {}
+    for key, value in entries:
+        name = METADATA_KEYS[key]
+        fields[name] = (*fields.get(name, ()), value) if name in ("symptoms", "reports") else value
+    return body.strip(), fields
 
 
 T = TypeVar("T")
@@ -131,14 +176,18 @@ _INFOS: dict[tuple[Path, int, int], ScenarioInfo] = {}
 
 
 def scenario_info(path: Path) -> ScenarioInfo:
-    """Title (first docstring line) and description (the rest), read without running the file."""
+    """Title (first docstring line), description (the rest) and metadata (Note [Scenario
+    metadata]), read without running the file."""
     stat = path.stat()
     key = (path, stat.st_mtime_ns, stat.st_size)
     if (info := _INFOS.get(key)) is None:
         text = path.read_text(encoding="utf-8")
         doc = with_ast(lambda: ast.get_docstring(ast.parse(text))) or ""
         title, _, rest = doc.partition("\n")
-        info = _INFOS[key] = ScenarioInfo(path.stem, title.strip() or path.stem, rest.strip(), path)
+        description, metadata = _split_metadata(rest.strip())
+        info = _INFOS[key] = ScenarioInfo(
+            path.stem, title.strip() or path.stem, description, path, **metadata
+        )
     return info
 
 

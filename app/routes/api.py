@@ -18,7 +18,7 @@ from app.models import (
     Scenario,
     ValidationErrorResponse,
 )
-from app.runner import list_scenarios
+from app.runner import ScenarioInfo, list_scenarios
 from app.runs import (
     BackendMissing,
     BackendRefused,
@@ -39,10 +39,27 @@ _409: dict[int | str, dict[str, Any]] = {
 }
 
 
-@router.get("/scenarios", response_model=list[Scenario])
+# Fields left at their defaults are left out: a scenario without metadata reads as it always has.
+@router.get("/scenarios", response_model=list[Scenario], response_model_exclude_defaults=True)
 def scenarios() -> list[Scenario]:
-    """The bundled scenarios (``scenarios/*.py``), in file-name order."""
-    return [Scenario(id=s.id, title=s.title, description=s.description) for s in list_scenarios()]
+    """The bundled scenarios (``scenarios/*.py``), in file-name order; those with metadata (Note
+    [Scenario metadata] in app/runner.py) also carry ``group``, ``pair``, ``variant``,
+    ``symptoms`` and ``reports``."""
+    return [scenario_model(s) for s in list_scenarios()]
+
+
+def scenario_model(s: ScenarioInfo) -> Scenario:
+    """A bundled scenario as the API shows it (the docstring's metadata too, when it has some)."""
+    return Scenario(
+        id=s.id,
+        title=s.title,
+        description=s.description,
+        group=s.group,
+        pair=s.pair,
+        variant=s.variant,
+        symptoms=list(s.symptoms),
+        reports=list(s.reports),
+    )
 
 
 @router.post(

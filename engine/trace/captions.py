@@ -387,9 +387,34 @@ def _frame_gc(state: State, e: Event) -> str:
     return f"Frame {_frame(state, e.get('frame'))} is garbage-collected: no graph references it any more."
 
 
+# A checkpoint error's message is PyTorch's; these say what it means, in plain words, after it.
+_CHECKPOINT_ERROR_CAUSES = (
+    (
+        "different metadata than during the forward pass",
+        "the recomputation saved a tensor of another shape, dtype or device than the forward did: the "
+        "function did not compute the same thing when it ran again (state it reads, a cache, a counter).",
+    ),
+    (
+        "A different number of tensors was saved",
+        "the recomputation saved more or fewer tensors than the forward: the function took another path "
+        "when it ran again.",
+    ),
+    (
+        "Log of operators in the original forward and recomputation",
+        "with `debug=True` the message goes on with the ops the forward ran and those the recomputation "
+        "ran: where the two lists first differ is where the function behaved differently.",
+    ),
+)
+
+
 @_on("checkpoint_error")
 def _checkpoint_error(state: State, e: Event) -> str:
-    return f"`{e.get('type')}` in frame {_frame(state, e.get('frame'))}: {_first_line(e.get('message'))}"
+    message = str(e.get("message") or "")
+    why = " ".join(text for key, text in _CHECKPOINT_ERROR_CAUSES if key in message)
+    head = f"`{e.get('type')}` in frame {_frame(state, e.get('frame'))}: {_first_line(message).strip()}"
+    if not why:
+        return head
+    return f"{head}{'' if head.endswith('.') else '.'} In plain words: {why}"
 
 
 # --- autograd kinds ------------------------------------------------------------------------------
@@ -558,4 +583,6 @@ def _op(state: State, e: Event) -> str:
 
 @_on("mark")
 def _mark(state: State, e: Event) -> str:
+    if e.get("stream") == "stderr":  # a warning the run printed (app/runner.py records them)
+        return f"A warning is printed: {e.get('label')}."
     return f"Mark: {e.get('label')}."

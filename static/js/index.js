@@ -9,6 +9,7 @@
 import { getJSON, postFile, postJSON, readConfig } from "./api.js";
 import { createEditor } from "./editor.js";
 import { bytes, captionHTML, esc } from "./format.js";
+import * as pitfalls from "./pitfalls.js";
 
 const $ = (sel) => document.querySelector(sel);
 const config = readConfig();
@@ -217,6 +218,7 @@ async function copyShareUrl() {
 
 function main() {
   loadScenarios();
+  pitfalls.mount(document.getElementById("pitfalls"));
   // The editor loads its bundle first; the handlers below wait for it.
   const ready = createEditor({
     mount: $("#editor"),

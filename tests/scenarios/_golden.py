@@ -3,7 +3,9 @@
 A golden file holds the run's outcome (``ok``, ``error``, printed output) and its trace document
 with what varies between runs taken out: ``t_ns`` (wall time), and node ``seq_nr`` made relative to
 the smallest one in the trace (the engine's sequence counter is process-wide, so its absolute values
-depend on what ran before). Events are written one per line, so a diff shows which events changed.
+depend on what ran before), and the stack traces of a ``debug=True`` checkpoint error's message
+(they name every frame of whoever called the scenario). Events are written one per line, so a diff
+shows which events changed.
 
 ``scripts/regen_golden.py`` rewrites the files; ``test_golden.py`` compares.
 """
@@ -11,6 +13,7 @@ depend on what ran before). Events are written one per line, so a diff shows whi
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -27,8 +30,20 @@ def golden_path(scenario_id: str) -> Path:
     return GOLDEN_DIR / f"{scenario_id}.json"
 
 
+# debug=True's CheckpointError: sections 1 and 2 are stack traces, section 3 the op logs.
+_DEBUG_STACKS = re.compile(
+    r"\|\s+1\. Stack traces of the operators.*?(?=\+~+\+\n\|\s+3\. Log of operators)", re.S
+)
+
+
+def _without_stacks(e: dict[str, Any]) -> dict[str, Any]:
+    if e["kind"] == "checkpoint_error" and isinstance(e.get("message"), str):
+        return {**e, "message": _DEBUG_STACKS.sub("(stack traces left out)\n", e["message"])}
+    return e
+
+
 def normalize_trace(doc: dict[str, Any]) -> dict[str, Any]:
-    events = [{k: v for k, v in e.items() if k != "t_ns"} for e in doc["events"]]
+    events = [_without_stacks({k: v for k, v in e.items() if k != "t_ns"}) for e in doc["events"]]
     seq_nrs = [e["seq_nr"] for e in events if isinstance(e.get("seq_nr"), int) and e["seq_nr"] != _NO_SEQ_NR]
     base = min(seq_nrs, default=0)
     for e in events:
