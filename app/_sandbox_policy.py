@@ -209,8 +209,11 @@ def guarded_getattr(obj: Any, name: Any, *default: Any) -> Any:
     name = _check_name(name)
     if _is_numpy(obj):
         raise AttributeError("raw NumPy objects are not available in a scenario; use tensors")
-    if isinstance(obj, str) and name in ("format", "format_map"):
-        # str.format reaches attributes by name ("{0.__class__}"), past every other guard.
+    if name in ("format", "format_map") and (
+        isinstance(obj, str) or (isinstance(obj, type) and issubclass(obj, str))
+    ):
+        # str.format reaches attributes by name ("{0.__class__}"), past every other guard; the
+        # unbound method too: ``str.format("{0.__class__}", x)``.
         raise AttributeError("str.format is not available in a scenario; use f-strings or %")
     if isinstance(obj, ModuleType) and obj.__name__ == "engine.trace" and name not in _TRACE_API:
         raise AttributeError(f"engine.trace.{name} is not available in a scenario (only engine.trace.mark)")
@@ -252,7 +255,10 @@ def guarded_getitem(obj: Any, key: Any) -> Any:
 
 def guarded_type(obj: Any) -> type:
     # One argument only: the three-argument form builds classes from a dict, dunders included.
-    return type(obj)
+    # Its answer is checked like an attribute: ``type(type(x))`` would be ``type`` itself, three
+    # arguments and all, and ``type(x)`` of a NumPy value a NumPy class.
+    result: type = check_value(type(obj), "type()")
+    return result
 
 
 def guarded_import(
@@ -348,6 +354,9 @@ def restricted_globals(print_sink: Callable[[str], None]) -> dict[str, Any]:
         }
     )
     scenario_builtins.pop("_getattr_", None)
+    # The runner lets KeyboardInterrupt through (Ctrl-C stops a local run): raised by a scenario
+    # it would take the worker down instead of ending the run with the line that raised it.
+    scenario_builtins.pop("KeyboardInterrupt", None)
     return {
         "__builtins__": scenario_builtins,
         "__name__": SCENARIO_MODULE,

@@ -28,11 +28,19 @@ import signal
 import sys
 import threading
 from collections.abc import Callable
+from types import CodeType
 from typing import Any
 
 import engine
-from app.runner import RunError, RunResult, execute, syntax_error
-from app.sandbox import LimitExceeded, Limits, ScenarioSyntaxError, compile_untrusted, restricted_globals
+from app.runner import RunError, RunResult, error_of, execute, syntax_error
+from app.sandbox import (
+    LimitExceeded,
+    Limits,
+    ScenarioSyntaxError,
+    compile_untrusted,
+    redact_host_paths,
+    restricted_globals,
+)
 
 NOBODY = 65534
 
@@ -173,7 +181,7 @@ def _drop_privileges() -> bool:
 
 def _answer(result: RunResult, out: Any) -> None:
     """The last line on stdout. Its trace holds only the events not already sent as batches."""
-    out.write(json.dumps(result.to_dict()) + "\n")
+    out.write(redact_host_paths(json.dumps(result.to_dict())) + "\n")
     out.flush()
 
 
@@ -181,10 +189,74 @@ def _sender(out: Any) -> Callable[[list[dict[str, Any]]], None]:
     """Final events while the scenario runs: one ``{"events": [...]}`` line per batch."""
 
     def send(batch: list[dict[str, Any]]) -> None:
-        out.write(json.dumps({"events": batch}) + "\n")
+        out.write(redact_host_paths(json.dumps({"events": batch})) + "\n")
         out.flush()
 
     return send
+
+
+def compile_job(text: str, filename: str) -> CodeType | RunResult:
+    """Step 2: the scenario's code, or the ``RunResult`` of its syntax error (naming the line)."""
+    # Tracebacks and the recorder read the scenario's lines from linecache: it has no file.
+    linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
+    try:
+        return compile_untrusted(text, filename)
+    except ScenarioSyntaxError as e:
+        return RunResult(False, None, syntax_error(e, filename), filename=filename)
+
+
+def confine(limits: Limits) -> bool:
+    """Steps 3 and 4: the tensor-size guard, the resource limits, then the privilege drop. True if
+    privileges were dropped. Once per process: the limits hold for everything run after it."""
+    _install_tensor_guard(limits)
+    _set_limits(limits)
+    return _drop_privileges()
+
+
+def run_compiled(
+    code: CodeType,
+    text: str,
+    filename: str,
+    limits: Limits,
+    on_events: Callable[[list[dict[str, Any]]], None] | None = None,
+    on_progress: Callable[[int], None] | None = None,
+) -> RunResult:
+    """Step 5: run compiled scenario code with the restricted globals; never raises for what it
+    does. With ``on_events``, the result's trace holds only the events not delivered."""
+    printer: dict[str, Callable[[str], None]] = {}
+    namespace = restricted_globals(lambda s: printer["sink"](s))
+    try:
+        result = execute(
+            code,
+            namespace,
+            filename=filename,
+            text=text,
+            limits=limits,
+            on_progress=on_progress,
+            set_print=lambda sink: printer.__setitem__("sink", sink),
+            on_events=on_events,
+        )
+        if result.trace is not None and on_events is not None:
+            # The parent puts the batches back in front of these.
+            result.trace["events"] = result.trace["events"][result.extra["delivered"] :]
+    except LimitExceeded as e:  # hit outside the scenario's code (e.g. while serializing)
+        result = RunResult(False, None, RunError("LimitExceeded", str(e), filename, None, e.limit))
+    except KeyboardInterrupt as e:  # let through by ``execute``; no terminal sends one here
+        result = RunResult(False, None, error_of(e, filename))
+    return result
+
+
+def answer(result: RunResult, limits: Limits, out: Any) -> None:
+    """Write the answer; a trace too big to serialize within the limits is left out of it."""
+    try:
+        _answer(result, out)
+    except (MemoryError, LimitExceeded):
+        n = len(result.trace["events"]) if result.trace else 0
+        message = (
+            f"the trace ({n} events) is too large to return within the memory limit of {limits.memory_mb} MB"
+        )
+        result.trace = None
+        _answer(RunResult(False, None, RunError("LimitExceeded", message, None, None, "memory_mb")), out)
 
 
 def main() -> None:
@@ -195,53 +267,20 @@ def main() -> None:
     text, filename = job["text"], job["filename"]
     limits = Limits.from_dict(job["limits"])
     _preimport()
-    # Tracebacks and the recorder read the scenario's lines from linecache: it has no file.
-    linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
-    try:
-        code = compile_untrusted(text, filename)
-    except ScenarioSyntaxError as e:
-        _answer(RunResult(False, None, syntax_error(e, filename), filename=filename), real_stdout)
+    code = compile_job(text, filename)
+    if isinstance(code, RunResult):
+        _answer(code, real_stdout)
         return
-    printer: dict[str, Callable[[str], None]] = {}
-    namespace = restricted_globals(lambda s: printer["sink"](s))
-    _install_tensor_guard(limits)
-    _set_limits(limits)
-    dropped = _drop_privileges()
+    dropped = confine(limits)
     stderr = sys.stderr
 
     def progress(n: int) -> None:
         stderr.write(f"progress {n}\n")
         stderr.flush()
 
-    try:
-        result = execute(
-            code,
-            namespace,
-            filename=filename,
-            text=text,
-            limits=limits,
-            on_progress=progress,
-            set_print=lambda sink: printer.__setitem__("sink", sink),
-            on_events=_sender(real_stdout),
-        )
-        if result.trace is not None:
-            # The parent puts the batches back in front of these.
-            result.trace["events"] = result.trace["events"][result.extra["delivered"] :]
-    except LimitExceeded as e:  # hit outside the scenario's code (e.g. while serializing)
-        result = RunResult(False, None, RunError("LimitExceeded", str(e), filename, None, e.limit))
+    result = run_compiled(code, text, filename, limits, _sender(real_stdout), progress)
     result.extra["privileges_dropped"] = dropped
-    try:
-        _answer(result, real_stdout)
-    except (MemoryError, LimitExceeded):
-        # The trace was too big to serialize within the limits: answer without it.
-        n = len(result.trace["events"]) if result.trace else 0
-        message = (
-            f"the trace ({n} events) is too large to return within the memory limit of {limits.memory_mb} MB"
-        )
-        result.trace = None
-        _answer(
-            RunResult(False, None, RunError("LimitExceeded", message, None, None, "memory_mb")), real_stdout
-        )
+    answer(result, limits, real_stdout)
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ from fastapi.responses import JSONResponse
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 from starlette.concurrency import run_in_threadpool
-from starlette.datastructures import Headers
+from starlette.datastructures import Headers, MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.config import Settings
@@ -59,6 +59,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         max_bytes=settings.max_body_bytes,
         per_path={"/api/traces": settings.max_trace_bytes},
     )
+    app.add_middleware(ContentSecurityPolicy)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(Exception, _internal_error)
     app.include_router(api.router)
@@ -153,6 +154,66 @@ def _too_large(limit: int) -> str:
 
 async def _reply(scope: Scope, receive: Receive, send: Send, status: int, detail: str) -> None:
     await JSONResponse({"detail": detail}, status_code=status)(scope, receive, send)
+
+
+# --- the Content-Security-Policy of every page --------------------------------------------------
+
+# Note [Content-Security-Policy]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Every string a user controls (scenario text, file names, printed output, error messages, the
+# names and labels inside an uploaded trace) reaches the pages as data and is rendered as text.
+# The policy is the second line of defence, should a view ever put one into markup: scripts only
+# from this server's files, never inline, never an event-handler attribute, never eval (the page
+# configuration is a ``<script type="application/json">`` data block, which is not executed and
+# needs no permission). ``'wasm-unsafe-eval'`` lets the Graphviz WebAssembly module compile; it
+# allows no JavaScript eval. Styles may be inline (the graph's SVG and the views set them); a
+# style runs no code. A route's own directives win (the embed page's ``frame-ancestors *``), the
+# rest are added. A download (``Content-Disposition: attachment``, the one-file export) gets no
+# policy: it is opened from disk, where its inlined scripts must run and headers do not follow.
+CSP_DIRECTIVES: dict[str, str] = {
+    "default-src": "'self'",
+    "script-src": "'self' 'wasm-unsafe-eval'",
+    "style-src": "'self' 'unsafe-inline'",
+    "img-src": "'self' data: blob:",
+    "font-src": "'self' data:",
+    "connect-src": "'self'",
+    "worker-src": "'self' blob:",
+    "object-src": "'none'",
+    "base-uri": "'none'",
+    "form-action": "'self'",
+    "frame-ancestors": "'self'",
+}
+
+
+def merged_policy(route_policy: str | None) -> str:
+    """``CSP_DIRECTIVES`` with the directives a route set itself in their place."""
+    directives = dict(CSP_DIRECTIVES)
+    for part in (route_policy or "").split(";"):
+        name, _, value = part.strip().partition(" ")
+        if name:
+            directives[name.lower()] = value.strip()
+    return "; ".join(f"{name} {value}".strip() for name, value in directives.items())
+
+
+class ContentSecurityPolicy:
+    """Send Note [Content-Security-Policy]'s policy with every response but downloads."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_with_policy(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = MutableHeaders(scope=message)
+                if not headers.get("content-disposition", "").startswith("attachment"):
+                    headers["Content-Security-Policy"] = merged_policy(headers.get("content-security-policy"))
+            await send(message)
+
+        await self.app(scope, receive, send_with_policy)
 
 
 # --- serving -------------------------------------------------------------------------------------

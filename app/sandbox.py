@@ -33,6 +33,7 @@ import os
 import signal
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import threading
 from collections.abc import Callable
@@ -48,11 +49,46 @@ __all__ = [
     "Limits",
     "ScenarioSyntaxError",
     "compile_untrusted",
+    "redact_host_paths",
     "restricted_globals",
     "run_in_worker",
 ]
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
+
+# Note [No server paths in a run's answer]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# What an uploaded scenario gets back must not tell where the server keeps its files: ``print``
+# of a module shows its file (``<module 'engine' from '/srv/app/engine/__init__.py'>``), and an
+# error or a warning can quote one. The worker writes its answer and its event batches through
+# ``redact_host_paths``, and the parent its report of a worker that died: every directory of the
+# project and of the Python installation reads ``<server>``. Frames are dropped at their source
+# (anomaly mode keeps the recorded code's frames only, engine/autograd/anomaly_mode.py).
+_HOST_DIRS = sorted(
+    {
+        d
+        for base in (
+            str(PROJECT_ROOT),
+            sys.prefix,
+            sys.exec_prefix,
+            sysconfig.get_paths()["stdlib"],
+            sysconfig.get_paths()["platstdlib"],
+            sysconfig.get_paths()["purelib"],
+        )
+        for d in (base, os.path.realpath(base))
+        if len(d) > 1
+    },
+    key=len,
+    reverse=True,  # the longest first: a venv inside the project reads as one directory
+)
+
+
+def redact_host_paths(text: str) -> str:
+    """``text`` with the server's own directories replaced by ``<server>`` (Note [No server
+    paths in a run's answer])."""
+    for directory in _HOST_DIRS:
+        text = text.replace(directory + "/", "<server>/")
+    return text
 
 
 @dataclass(frozen=True)
@@ -268,7 +304,7 @@ def _outcome(
         return _limit_error("cpu_seconds", f"CPU time limit of {limits.cpu_seconds:g} s exceeded")
     if rc == -signal.SIGXFSZ:
         return _limit_error("max_file_bytes", f"file size limit of {limits.max_file_bytes} bytes exceeded")
-    detail = "\n".join(err_tail[-10:])
+    detail = redact_host_paths("\n".join(err_tail[-10:]))
     why = f"signal {signal.Signals(-rc).name}" if rc < 0 else f"exit code {rc}"
     return {
         "ok": False,

@@ -46,6 +46,10 @@ async def import_trace(request: Request, manager: ManagerDep, response: Response
         doc = await run_in_threadpool(read_trace, body)
     except BadTrace as e:
         raise HTTPException(422, str(e)) from None
+    except RecursionError:
+        raise HTTPException(422, "the file is not a trace: its JSON is nested too deeply to read") from None
+    except ValueError as e:  # what json.loads refuses past its syntax: an integer of 5,000 digits
+        raise HTTPException(422, f"the file is not a trace: {e}") from None
     try:
         record = await run_in_threadpool(manager.create_imported, doc)
     except ServerBusy as e:

@@ -94,8 +94,22 @@ def record_forward_trace(node: Node) -> None:
         for f in traceback.extract_stack()[:-1]
         if not os.path.abspath(f.filename).startswith(_ENGINE_DIR + os.sep)
     ]
-    node._anomaly_trace = traceback.format_list(frames)
+    node._anomaly_trace = traceback.format_list(_from_recorded_code(frames))
     node._anomaly_parent = _tls.current_node
+
+
+def _from_recorded_code(frames: list[traceback.FrameSummary]) -> list[traceback.FrameSummary]:
+    """While ``engine.trace.record()`` records a program, its forward traceback starts at the
+    program's outermost frame: the frames below it belong to whatever runs the program (the CLI's
+    runner, the web app's sandbox worker), which ``python program.py`` does not have, and which
+    must not show in a trace served to others."""
+    from engine.trace.record import recorded_files
+
+    files = recorded_files()
+    for i, f in enumerate(frames):
+        if f.filename in files:
+            return frames[i:]
+    return frames
 
 
 def report_failure(node: Node, error: BaseException) -> None:

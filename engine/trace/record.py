@@ -189,6 +189,12 @@ def record(
     return _Recording(*_files_and_sources(source_files), max_events)
 
 
+def recorded_files() -> frozenset[str]:
+    """The files (``co_filename``) the active ``record()`` block records; empty when none is."""
+    recorder = _active[0]._recorder if _active else None
+    return frozenset(getattr(recorder, "_files", ()))
+
+
 def _files_and_sources(
     source_files: Iterable[str] | Mapping[str, str],
 ) -> tuple[dict[str, str], dict[str, str]]:

@@ -1,5 +1,6 @@
 """The embed page (GET /embed/runs/{id}): 404 for an unknown run, and the only page another site
-may frame (``Content-Security-Policy: frame-ancestors *``); the other pages send no framing header."""
+may frame (``frame-ancestors *`` in its Content-Security-Policy); the other pages may be framed by
+this site only (``frame-ancestors 'self'``, docs/security.md)."""
 
 from __future__ import annotations
 
@@ -17,12 +18,14 @@ def test_embed_of_an_unknown_run_is_404(client: TestClient) -> None:
 def test_only_the_embed_page_may_be_framed(client: TestClient, nested: str) -> None:
     embed = client.get(f"/embed/runs/{nested}?step=5&level=events")
     assert embed.status_code == 200
-    assert embed.headers["content-security-policy"] == "frame-ancestors *"
+    policy = embed.headers["content-security-policy"]
+    assert "frame-ancestors *" in policy and "frame-ancestors 'self'" not in policy
+    assert "default-src 'self'" in policy  # the rest of the policy is merged in
     assert "x-frame-options" not in embed.headers
     for path in ("/", f"/runs/{nested}"):
         response = client.get(path)
         assert response.status_code == 200
-        assert "content-security-policy" not in response.headers
+        assert "frame-ancestors 'self'" in response.headers["content-security-policy"]
         assert "x-frame-options" not in response.headers
 
 

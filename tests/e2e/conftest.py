@@ -140,7 +140,12 @@ def browser() -> Iterator[Any]:
 @pytest.fixture
 def page(browser: Any) -> Iterator[Any]:
     """A fresh page at a laptop's size; any JavaScript error on it fails the test."""
-    context = browser.new_context(viewport={"width": 1440, "height": 900}, device_scale_factor=1)
+    # bypass_csp: Playwright runs string predicates (wait_for_function) through eval in the page,
+    # which the app's Content-Security-Policy forbids; tests/e2e/test_xss.py opens the pages with
+    # the policy enforced.
+    context = browser.new_context(
+        viewport={"width": 1440, "height": 900}, device_scale_factor=1, bypass_csp=True
+    )
     page = context.new_page()
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(f"pageerror: {exc}"))
