@@ -231,7 +231,7 @@ def page_html(data: dict[str, Any]) -> str:
     )
     html = _replace_once(html, 'href="/static/favicon.svg"', f'href="data:image/svg+xml;base64,{icon}"')
     html = _replace_once(html, '<body class="page-run">', '<body class="page-run" data-standalone="1">')
-    trace_link = '<a id="run-trace" class="small" href="#" download>'
+    trace_link = '<a id="run-trace" href="#" download>'
     html = _replace_once(
         html, trace_link, trace_link.replace("download", f'download="{escape(run["id"])}.trace.json"')
     )

@@ -8,6 +8,7 @@
 
 import { readConfig } from "./api.js";
 import { Breakpoints } from "./breakpoints.js";
+import { mount as mountDownloads } from "./downloads.js";
 import { mountButton as mountEmbedButton } from "./embed.js";
 import { setTerms } from "./glossary.js";
 import { Player } from "./player.js";
@@ -593,6 +594,7 @@ async function start() {
     source.load({ source: run.source, filename: run.filename, error: run.error });
     source.setBreakpoints(bps.lines);
   }
+  if (!embed) mountDownloads($("#run-downloads"));
   if (!embed) mountEmbedButton($(".run-head"), { runId, title: () => run.title, step: () => player.step, level: () => level });
   if (run.error) showError(run.error);
   truncated.show(run, $("#run-notice"), () => act("last"));

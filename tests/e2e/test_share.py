@@ -65,8 +65,11 @@ def test_edit_and_run_again_from_a_run(page: Page, live_server: str) -> None:
     page.goto(f"{live_server}/runs/{created['id']}")
     page.wait_for_function("document.body.dataset.ready === '1'")
     # The header's exports: the Perfetto trace downloads from the server, with its tracks.
+    page.click("#run-downloads > summary")
     chrome = page.locator("#run-chrome")
     assert chrome.is_visible()
+    page.keyboard.press("Escape")
+    assert not chrome.is_visible(), "Escape closes the menu"
     perfetto = api(live_server, chrome.get_attribute("href"))
     names = {e.get("name") for e in perfetto["traceEvents"]}
     assert "memory (bytes)" in names and {"s", "f"} <= {e["ph"] for e in perfetto["traceEvents"]}
