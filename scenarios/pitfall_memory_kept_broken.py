@@ -1,4 +1,4 @@
-"""Pitfall 3, broken: checkpointing did not reduce memory, a reference outside keeps the bytes
+"""Pitfall 3a, broken: checkpointing did not reduce memory, a reference outside keeps the bytes
 
 The MLP of the memory scenarios (`mlp_memory_none`, `mlp_memory_per_block`), one checkpoint per
 block, plus a habit common in training scripts: each block stores its wide activations (before
@@ -6,10 +6,11 @@ and after `tanh`) in a dict, to draw histograms later. The checkpoint does its p
 small holder instead of each activation. But the dict still references the tensors, so they stay
 alive until the backward: more bytes are alive when the backward starts than with no checkpoint
 at all. The memory report names the cause ("a reference outside the checkpoint keeps it") and
-lists, at the peak, the tensors alive and who holds them. Other ways to get "no reduction": the
-checkpointed region holds little of what is saved, one region around the whole model (the peak
-moves into its recomputation), or watching a figure checkpointing does not shrink (parameters,
-gradients; in DeepSpeedExamples #332 the two figures compared were close and misread).
+lists, at the peak, the tensors alive and who holds them. The other ways to get "no reduction"
+are pitfalls 3b to 3d: a checkpointed region that holds little of what is saved
+(`pitfall_memory_small_region_*`), one region around the whole model, whose recomputation the
+peak moves into (`pitfall_memory_one_region_*`), and a figure checkpointing does not shrink, the
+memory after the backward: parameters and gradients (`pitfall_memory_wrong_figure_*`).
 
 Group: Pitfalls
 Pair: memory_kept

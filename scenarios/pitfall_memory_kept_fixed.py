@@ -1,4 +1,4 @@
-"""Pitfall 3, fixed: log a number, not the tensor, and checkpointing frees the activations
+"""Pitfall 3a, fixed: log a number, not the tensor, and checkpointing frees the activations
 
 The broken scenario's model and checkpoints, with the log keeping what it needs, floats
 (`hidden.abs().mean().item()`), instead of the tensor. Nothing outside the checkpoint references

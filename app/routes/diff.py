@@ -1,5 +1,6 @@
 """``GET /api/diff?a=RUN&b=RUN``: two finished runs' traces aligned row by row, and their final
-gradients compared (docs/diff.md). Typically the engine run and the torch run of one scenario."""
+gradients compared (docs/diff.md). Typically the engine run and the torch run of one scenario, or
+the broken and the fixed scenario of a pitfall (Note [Naming the sides of a diff])."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ from starlette.concurrency import run_in_threadpool
 from app.deps import ManagerDep, find_run
 from app.models import ErrorResponse, TraceDiffResponse
 from app.routes.api import stored_trace
-from app.runs import RunManager, backend_label
+from app.runner import ScenarioInfo
+from app.runs import RunManager, UnknownScenario, backend_label, find_scenario
 from app.store import RunRecord, dumps
 from engine.trace.diff import diff_traces, grads_verdict
 
@@ -22,8 +24,34 @@ RTOL = 1e-5
 ATOL = 1e-6
 
 
+# Note [Naming the sides of a diff]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A side is named by what tells the two runs apart. Two runs of different bundled scenarios are
+# named by scenario: the two sides of one pitfall pair (Note [Scenario metadata]) by their
+# ``Variant``, "broken" and "fixed", any other two by their scenario ids; the backend is added
+# when it differs too. Otherwise (one scenario, or text that is not a bundled scenario) a side is
+# named by its backend, and two runs of one backend by their ids too. The names head the diff's
+# columns and its messages ("pack only in fixed").
+
+
+def _bundled(run: RunRecord) -> ScenarioInfo | None:
+    if run.scenario is None or run.imported:
+        return None
+    try:
+        return find_scenario(run.scenario)
+    except UnknownScenario:
+        return None  # a scenario removed since the run
+
+
 def labels(a: RunRecord, b: RunRecord) -> tuple[str, str]:
-    """Each side named by its backend; two runs of one backend by their ids too."""
+    """Each side's name (Note [Naming the sides of a diff])."""
+    sa, sb = _bundled(a), _bundled(b)
+    if sa is not None and sb is not None and sa.id != sb.id:
+        pair = sa.pair is not None and sa.pair == sb.pair and {sa.variant, sb.variant} == {"broken", "fixed"}
+        la, lb = (str(sa.variant), str(sb.variant)) if pair else (sa.id, sb.id)
+        if a.backend != b.backend:
+            return f"{la} ({a.backend})", f"{lb} ({b.backend})"
+        return la, lb
     if a.backend != b.backend:
         return a.backend, b.backend
     return f"{a.backend} {a.id}", f"{b.backend} {b.id}"

@@ -446,9 +446,12 @@ def _fate(entry: LedgerEntry) -> str:
 # - ``outside_reference``: tensors made inside a checkpointed forward are still alive when the
 #   backward starts, kept by a reference of the caller's (a variable, a list): the checkpoint
 #   dropped its saved copy, but the memory stays.
-# - ``peak_in_recompute``: the live peak is reached during a recomputation: recomputing a big
-#   region brings back, at once, the activations checkpointing had dropped (one region around
-#   the whole model moves the peak instead of lowering it).
+# - ``peak_in_recompute``: the live peak is reached during a recomputation, or while a
+#   recomputation's tensors (``recomputed`` at the peak) make a quarter of it or more: recomputing
+#   a big region brings back, at once, the activations checkpointing had dropped (one region
+#   around the whole model moves the peak instead of lowering it). The finding names the
+#   regions whose recomputation it is: the innermost one running at the peak, and those whose
+#   recomputed tensors are alive there.
 # - ``other_dominates``: at the live peak, what is saved, recomputed or kept as checkpoint inputs
 #   is under a quarter of the live bytes: parameters, gradients and the caller's tensors make the
 #   peak, and checkpointing cannot shrink those. The figure to watch is ``peak_held``.
@@ -503,11 +506,22 @@ def diagnose(
                 "dropping the saved copy frees nothing.",
                 kept[1],
             )
-    if peak["seq"] is not None and peak["phase"] == "recompute":
+    recomputed = peak["parts"]["recomputed"]
+    if peak["seq"] is not None and (peak["phase"] == "recompute" or recomputed >= SMALL * peak["live"]):
+        running, waiting = _recomputing_at(events, peak["seq"])
+        where = (
+            f"inside the recomputation of {_names(running)}"
+            if running
+            else f"while what the recomputation of {_names(waiting)} made waits for the backward"
+            if waiting
+            else "inside a recomputation"
+        )
         add(
             "peak_in_recompute",
-            "The peak is reached during a recomputation: re-running a large region brings back at once "
-            "the activations checkpointing dropped. Smaller regions (one per block) lower it.",
+            f"The peak ({_bytes(peak['live'])}) is reached {where}"
+            + (f" ({_bytes(recomputed)} of it recomputed)" if recomputed else "")
+            + ": re-running a large region brings back at once the activations checkpointing dropped. "
+            "Smaller regions (one per block) lower it.",
             peak["seq"],
         )
     if peak["live"]:
@@ -521,6 +535,26 @@ def diagnose(
                 peak["seq"],
             )
     return found
+
+
+def _names(labels: list[str]) -> str:
+    return ", ".join(f"`{n}`" for n in labels)
+
+
+def _recomputing_at(events: Sequence[Event], seq: int) -> tuple[list[str], list[str]]:
+    """The checkpoint frames (``label#id``) whose recomputation is running after event ``seq``
+    (innermost first), and the others whose recomputed tensors are alive there, not yet taken."""
+    replay = _Replay()
+    running: list[Any] = []
+    for e in events[: seq + 1]:
+        replay.step(e)
+        if e["kind"] == "recompute_start":
+            running.append(e.get("frame"))
+        elif e["kind"] == "recompute_end" and running:
+            running.pop()
+    waiting = [f for f in dict.fromkeys(k[0] for k in replay.recomputed) if f not in running]
+    label = replay.frame_labels.get
+    return [label(f, f"frame {f}") for f in reversed(running)], [label(f, f"frame {f}") for f in waiting]
 
 
 def _kept_outside(events: Sequence[Event]) -> tuple[int, int, list[str]] | None:

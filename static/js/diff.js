@@ -33,6 +33,10 @@ function showFirst() {
 async function loadDiff() {
   const url = `/api/diff?a=${encodeURIComponent(ids.a)}&b=${encodeURIComponent(ids.b)}`;
   state.diff = await getJSON(url);
+  // Two different scenarios (a pitfall's broken and fixed): the heading names both sides.
+  if (state.runs.a && state.runs.b && state.runs.a.title !== state.runs.b.title) {
+    document.getElementById("diff-title").textContent = `Diff: ${state.diff.a_label} vs ${state.diff.b_label}`;
+  }
   document.title = `${state.diff.equal ? "✔" : "✖"} diff · ${config.title || "runs"} · Autograd Lens`;
   render();
   showFirst();

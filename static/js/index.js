@@ -130,7 +130,8 @@ function actions(id) {
 async function loadScenarios() {
   const list = $("#scenario-list");
   try {
-    const scenarios = await getJSON("/api/scenarios");
+    // Scenarios of a group (the Pitfalls pack) are listed in their own section, not here.
+    const scenarios = (await getJSON("/api/scenarios")).filter((s) => !s.group);
     const rank = (s) => (FEATURED.includes(s.id) ? FEATURED.indexOf(s.id) : FEATURED.length);
     scenarios.sort((a, b) => rank(a) - rank(b));
     list.innerHTML = scenarios

@@ -37,15 +37,19 @@ function links(pair) {
     </div>`;
 }
 
-// "Pitfall 2, broken: a cache consulted in the forward, ..." -> "a cache consulted in the forward, ..."
-const shortTitle = (title) => title.replace(/^Pitfall \d+, (broken|fixed): /, "");
+// "Pitfall 2, broken: a cache consulted in the forward, ..." -> "a cache consulted in the forward, ...";
+// "Pitfall 3b, broken: ..." too (the causes of one symptom are numbered 3a, 3b, ...).
+const TITLE = /^Pitfall (\d+[a-z]?), (broken|fixed): /;
+const shortTitle = (title) => title.replace(TITLE, "");
+// Its number, shown on the card: "3a" to "3d" mark the causes of one symptom as one family.
+const number = (title) => (TITLE.exec(title) || [])[1] || "";
 
 // The card names the first symptom, what people search for; the others only help the search.
 function card(pair) {
   return `
     <li class="pitfall" data-pair="${esc(pair.pair)}">
       <code class="pitfall-symptom">${esc(pair.symptoms[0])}</code>
-      <p class="pitfall-title">${captionHTML(shortTitle(pair.title))}</p>
+      <p class="pitfall-title"><span class="pitfall-number">${esc(number(pair.title))}</span> ${captionHTML(shortTitle(pair.title))}</p>
       ${links(pair)}
       ${reports(pair.reports)}
     </li>`;

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import screenshot
+from tests.e2e.conftest import api, screenshot
 
 pytestmark = pytest.mark.e2e
 
@@ -32,7 +32,21 @@ def open_pitfalls(page: Page, base: str) -> None:
 def test_the_section_has_a_card_per_pair_naming_its_error_text(page: Page, live_server: str) -> None:
     open_pitfalls(page, live_server)
     cards = page.locator("#pitfalls .pitfall")
-    assert cards.count() == 6
+    assert cards.count() == len(api(live_server, "/api/pitfalls")) == 9
+    # "Did not reduce my memory" has four causes, a card each, numbered 3a to 3d.
+    memory = page.locator('#pitfalls .pitfall[data-pair="memory_one_region"]')
+    assert "whole model in one checkpoint" in memory.locator(".pitfall-symptom").text_content()
+    assert memory.locator(".pitfall-number").text_content() == "3c"
+    assert memory.locator(".pitfall-title").text_content() == (
+        "3c one checkpoint around the whole model, the peak moves into its recomputation"
+    )
+    numbers = page.locator("#pitfalls .pitfall-number").all_text_contents()
+    assert numbers == ["1", "2", "3a", "3b", "3c", "3d", "4", "5", "6"]
+    # The pack's scenarios are listed here only, not in the main list of scenarios.
+    page.wait_for_selector("#scenario-list .scenario")
+    ids = page.locator("#scenario-list .scenario").evaluate_all("els => els.map((e) => e.dataset.id)")
+    assert "single_checkpoint" in ids
+    assert not [i for i in ids if i.startswith("pitfall_")], ids
     card = page.locator('#pitfalls .pitfall[data-pair="no_grad_inputs"]')
     assert (
         "None of the inputs have requires_grad=True" in card.locator(".pitfall-symptom").first.text_content()
@@ -71,4 +85,12 @@ def test_the_diff_link_compares_broken_with_fixed(page: Page, live_server: str) 
     assert diff["first_divergence"] is not None
     assert diff["runs"]["a"]["title"].startswith("Pitfall 4, broken")
     assert diff["runs"]["b"]["title"].startswith("Pitfall 4, fixed")
+    # The sides are named broken and fixed (by the server), with their scenarios' titles.
+    assert (diff["a_label"], diff["b_label"]) == ("broken", "fixed")
+    assert page.locator(".diff-run.side-a .side-name").text_content() == "broken"
+    assert page.locator(".diff-run.side-b .side-name").text_content() == "fixed"
+    assert page.locator(".diff-run.side-a .side-title").text_content() == diff["runs"]["a"]["title"]
+    assert page.locator(".diff-run.side-b .side-title").text_content() == diff["runs"]["b"]["title"]
+    assert page.locator("#diff-title").text_content() == "Diff: broken vs fixed"
+    assert page.locator(".diff-colhead .head-a").text_content() == "broken"
     screenshot(page, "pitfalls-03-diff")

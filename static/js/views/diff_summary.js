@@ -16,13 +16,17 @@ export function mount(el, options) {
   });
 }
 
-function runCard(side, run, label) {
+// `name`: the side's name from the server when it says more than the backend ("broken", a
+// scenario id: Note [Naming the sides of a diff]); `title`: the run's title, when the two differ.
+function runCard(side, run, label, name, title) {
   if (!run) return `<div class="diff-run side-${side}"><span class="dim">loading…</span></div>`;
   const status = run.status === "running" ? `running… ${run.progress.toLocaleString()} events` : run.status;
   const events = run.status === "done" || run.status === "error" ? `${run.n_events.toLocaleString()} events` : "";
   return `
     <div class="diff-run side-${side}">
       <span class="side-tag">${side}</span>
+      ${name ? `<span class="side-name side-name-${esc(name)}">${esc(name)}</span>` : ""}
+      ${title ? `<span class="side-title">${esc(title)}</span>` : ""}
       <span class="backend-badge backend-${esc(run.backend)}">${esc(label || run.backend_label || run.backend)}</span>
       <span class="status status-${esc(run.status)}">${esc(status)}</span>
       <span class="small">${esc(events)}</span>
@@ -65,8 +69,20 @@ function capitalise(text) {
 
 export function render(state) {
   const labels = state.diff ? state.diff.runs : {};
-  const runs = `<div class="diff-runs">${runCard("a", state.runs.a, labels.a && labels.a.backend_label)}
-    <span class="vs">vs</span>${runCard("b", state.runs.b, labels.b && labels.b.backend_label)}</div>`;
+  const card = (side) => {
+    const run = state.runs[side];
+    const name = state.diff && state.diff[`${side}_label`];
+    const other = state.runs[side === "a" ? "b" : "a"];
+    const titled = run && other && run.title !== other.title;
+    return runCard(
+      side,
+      run,
+      labels[side] && labels[side].backend_label,
+      run && name && name !== run.backend ? name : "",
+      titled ? run.title : "",
+    );
+  };
+  const runs = `<div class="diff-runs">${card("a")}<span class="vs">vs</span>${card("b")}</div>`;
   let body;
   if (state.error) body = `<p class="index-error">${esc(state.error)}</p>`;
   else if (state.diff) body = verdictHTML(state.diff);
