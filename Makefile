@@ -1,7 +1,7 @@
 # The two commands of the README: `make run` and `make test`. Both set up what they need first.
 PY := .venv/bin/python
 
-.PHONY: setup run test check format demo conformance
+.PHONY: setup run test check format demo conformance bench
 
 # The engine alone, no server: trains a tiny MLP and prints its backward graph.
 demo: setup
@@ -28,6 +28,12 @@ test:
 conformance:
 	bash scripts/setup.sh --oracle
 	$(PY) scripts/conformance.py --budget 600
+
+# Every performance figure beside its target (a few minutes; not part of `make test`): writes
+# bench/results.json and prints the table of docs/performance.md.
+bench:
+	bash scripts/setup.sh --oracle --browser
+	$(PY) bench/run_all.py
 
 check:
 	$(PY) -m ruff check engine app tests scripts

@@ -534,7 +534,7 @@ class Tensor:
         def __setitem__(self, index: Any, value: Any) -> None: ...
 
 
-def _init_tensor(t: Tensor, data: np.ndarray) -> None:
+def _init_tensor(t: Tensor, data: np.ndarray, wrapped_number: bool = False) -> None:
     t._data = data
     t._dtype = _dtype.from_numpy(data.dtype)
     t._grad = None
@@ -547,9 +547,12 @@ def _init_tensor(t: Tensor, data: np.ndarray) -> None:
     t._backward_hooks = None
     t._post_accumulate_grad_hooks = None
     t._retains_grad = False
-    t._wrapped_number = False
+    t._wrapped_number = wrapped_number
     t._inference = _tls.inference_mode
-    if emit.enabled:
+    # A wrapped Python number (``x * 2.0``) is never shown in a trace (Note [Trace ids and
+    # ordering] in engine/trace/_core.py), so it is not reported at all: the recorder would only
+    # register it and drop it again at the next event.
+    if emit.enabled and not wrapped_number:
         emit.emit("tensor_new", tensor=t)
 
 

@@ -134,6 +134,19 @@ class Op:
         self.accepts_out = (
             not self.is_inplace and view is None and len(self.outputs) == 1 and "out" not in self.param_names
         )
+        # See Note [Precomputed per op]: what every call would otherwise work out again.
+        self._param_set = frozenset(self.param_names)
+        self._tensor_param_set = frozenset(self.tensor_params)
+        self._single_tensor_params = tuple(n for n in self.tensor_params if n not in self.list_params)
+
+    # Note [Precomputed per op]
+    # ~~~~~~~~~~~~~~~~~~~~~~~~~
+    # An op's signature never changes after registration, so everything a call needs to know
+    # about it (which parameters are tensors, lists of tensors, which have defaults) is worked out
+    # once here, and the per-call path (``_bind``, ``_run_kernel``) only looks things up in these
+    # tuples and frozensets: no ``inspect``, no string tests, no rebuilt sets per call. ``_bind``
+    # also skips its defaults-and-missing loop when every parameter is already bound (every key
+    # of ``bound`` is a parameter name, so a full count means nothing is missing).
 
     def __repr__(self) -> str:
         return f"engine.ops.{self.name}"
@@ -153,16 +166,17 @@ class Op:
             )
         bound = dict(zip(self._positional, args, strict=False))
         for k, v in kwargs.items():
-            if k not in self.param_names:
+            if k not in self._param_set:
                 raise TypeError(f"{self.name}() got an unexpected keyword argument '{k}'")
             if k in bound:
                 raise TypeError(f"{self.name}() got multiple values for argument '{k}'")
             bound[k] = v
-        for n in self.param_names:
-            if n not in bound:
-                if n not in self._defaults:
-                    raise TypeError(f"{self.name}() missing required argument '{n}'")
-                bound[n] = self._defaults[n]
+        if len(bound) != len(self.param_names):  # See Note [Precomputed per op]
+            for n in self.param_names:
+                if n not in bound:
+                    if n not in self._defaults:
+                        raise TypeError(f"{self.name}() missing required argument '{n}'")
+                    bound[n] = self._defaults[n]
         for n in self.tensor_params:
             v = bound[n]
             if n in self.list_params:

@@ -12,7 +12,7 @@ import numpy as np
 
 from engine import _dtype
 from engine._C import _tls
-from engine._tensor import CreationMeta, Tensor, _ViewInfo
+from engine._tensor import CreationMeta, Tensor, _init_tensor, _ViewInfo
 from engine.trace import emit
 
 if TYPE_CHECKING:
@@ -175,7 +175,7 @@ def _run_kernel(op: Op, bound: dict[str, Any]) -> Any:
     out_dtype: _dtype.dtype | None = None
     cast_to: _dtype.dtype | None = None
     if op.dtypes != "keep":  # with "keep" the kernel decides: nothing to promote
-        tensors = [bound[n] for n in op.tensor_params if n not in op.list_params and bound[n] is not None]
+        tensors = [bound[n] for n in op._single_tensor_params if bound[n] is not None]
         for n in op.list_params:
             tensors.extend(t for t in bound[n] if t is not None)
         if tensors:
@@ -185,11 +185,12 @@ def _run_kernel(op: Op, bound: dict[str, Any]) -> Any:
             cast_to = common
             out_dtype = _dtype.bool_ if op.dtypes == "bool" else common
     args: dict[str, Any] = {}
+    tensor_params, list_params = op._tensor_param_set, op.list_params  # Note [Precomputed per op]
     for n, v in bound.items():
-        if n in op.list_params:
+        if n in list_params:
             args[n] = [None if t is None else _cast(t._data, cast_to) for t in v]
         elif isinstance(v, Tensor):
-            args[n] = _cast(v._data, cast_to) if n in op.tensor_params else v._data
+            args[n] = _cast(v._data, cast_to) if n in tensor_params else v._data
         else:
             args[n] = v
     if op.is_inplace:
@@ -282,8 +283,8 @@ def _wrapped_number(v: Any) -> Tensor:
         d = _dtype.float64
     elif isinstance(v, complex):
         d = _dtype.complex128
-    t = Tensor._make(np.asarray(v, dtype=d._np))
-    t._wrapped_number = True
+    t = object.__new__(Tensor)
+    _init_tensor(t, np.asarray(v, dtype=d._np), wrapped_number=True)
     return t
 
 

@@ -33,7 +33,13 @@ def _erf_array(a: Array) -> Array:
 def infer_size(*shapes: tuple[int, ...]) -> tuple[int, ...]:
     """The broadcast shape of ``shapes`` (PyTorch's ``infer_size``, folded left to right), with
     PyTorch's error instead of NumPy's."""
-    if all(s == shapes[0] for s in shapes[1:]):  # nothing to broadcast: the common case, made fast
+    if len(shapes) == 2:  # the common cases, made fast: equal shapes, or one is a scalar's ()
+        a, b = shapes
+        if a == b or not b:
+            return tuple(a)
+        if not a:
+            return tuple(b)
+    elif all(s == shapes[0] for s in shapes[1:]):
         return tuple(shapes[0])
     out: tuple[int, ...] = ()
     for i, b in enumerate(shapes):

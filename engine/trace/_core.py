@@ -178,6 +178,12 @@ class ModuleEntry:
         self.path: str | None = None
 
 
+# Each recorder class's handler of each kind (``_k_<kind>``), looked up once per class and kind
+# instead of by name at every event. Functions, not bound methods: nothing here keeps a recorder
+# alive.
+_HANDLERS: dict[tuple[type, str], Callable[[Any, dict[str, Any]], None]] = {}
+
+
 class RecorderCore(TensorNames):
     """Registries and common fields; see Note [Trace ids and ordering]."""
 
@@ -268,10 +274,13 @@ class RecorderCore(TensorNames):
             self._register_tensor(fields["tensor"])
             return
         self.flush()
-        handler = getattr(self, "_k_" + kind, None)
+        handler = _HANDLERS.get((type(self), kind))
         if handler is None:
-            raise ValueError(f"engine.trace: unknown event kind {kind!r}")
-        handler(fields)
+            handler = getattr(type(self), "_k_" + kind, None)
+            if handler is None:
+                raise ValueError(f"engine.trace: unknown event kind {kind!r}")
+            _HANDLERS[type(self), kind] = handler
+        handler(self, fields)
 
     def track(self, registry: dict[int, _E], obj: Any, entry: _E, dead_kind: str) -> _E:
         """Register ``entry`` for ``obj``, weakly: its death is reported as ``dead_kind``."""

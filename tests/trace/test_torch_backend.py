@@ -45,7 +45,8 @@ def test_engine_and_torch_traces_agree(info: ScenarioInfo, torch_oracle: ModuleT
     # a pack was for]); the diff compares it on unpacks, this says which pack when it fails.
     assert _packs(theirs.trace) == _packs(ours.trace)
     problems = compare_grads(ours.extra["grads"], theirs.extra["grads"])
-    assert ours.extra["grads"] or not ours.ok, "the scenario ends with no gradient to compare"
+    met_error = any(e["kind"] == "checkpoint_error" for e in ours.trace["events"])  # caught, shown
+    assert ours.extra["grads"] or not ours.ok or met_error, "the scenario ends with no gradient to compare"
     assert not problems, problems
     # Modules are named alike (Note [Module paths]), and every node torch's trace shows in a module
     # the engine shows in the same module (the engine shows a few more nodes).
@@ -88,13 +89,17 @@ def test_without_checkpoints_torch_sees_every_saved_tensor(torch_oracle: ModuleT
 
 def _node_modules(trace: dict[str, Any]) -> Counter[tuple[str, Any]]:
     """(node name, module) of each node made in a module but AccumulateGrad (torch names it its own
-    way); the node sets themselves differ a little (docs/torch_backend.md)."""
+    way) and a reentrant checkpoint's CheckpointFunctionBackward: torch makes that node inside
+    CheckpointFunction.apply, where no op is recorded, so the torch backend first sees it when an
+    op uses its output, under that op's module (docs/torch_backend.md). The node sets themselves
+    differ a little too."""
     return Counter(
         (e["name"], e["module"])
         for e in trace["events"]
         if e["kind"] == "node_new"
         and e.get("module") is not None
         and not e["name"].endswith("AccumulateGrad")
+        and e["name"] != "CheckpointFunctionBackward"
     )
 
 
