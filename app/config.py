@@ -12,6 +12,7 @@
 | ``AUTOGRAD_LENS_MAX_TRACE_BYTES`` | ``100000000`` | the largest trace document ``POST /api/traces`` takes |
 | ``AUTOGRAD_LENS_KEEP_RUNS`` | ``0`` | the newest finished runs kept, older ones deleted (0: all kept) |
 | ``AUTOGRAD_LENS_BATCH_EVENTS`` | ``500`` | events per stored batch and per SSE message |
+| ``AUTOGRAD_LENS_REUSE_RUNS`` | ``1`` | answer a request with the stored run of the same text and engine |
 | ``AUTOGRAD_LENS_LIMIT_<FIELD>`` | ``Limits()`` | a field of ``app.sandbox.Limits`` (``..._CPU_SECONDS=2``) |
 
 A malformed value stops the server at startup with a message naming the variable: a typo must
@@ -47,6 +48,7 @@ class Settings:
     max_trace_bytes: int = 100_000_000
     keep_runs: int = 0  # 0: keep every run
     batch_events: int = 500
+    reuse_runs: bool = True  # Note [Reusing a run] in app/store.py
     limits: Limits = field(default_factory=Limits)
     templates_dir: Path = PROJECT_ROOT / "templates"
     static_dir: Path = PROJECT_ROOT / "static"
@@ -101,10 +103,20 @@ class Settings:
             "max_trace_bytes": get("MAX_TRACE_BYTES", int, defaults.max_trace_bytes),
             "keep_runs": get("KEEP_RUNS", int, defaults.keep_runs),
             "batch_events": get("BATCH_EVENTS", int, defaults.batch_events),
+            "reuse_runs": get("REUSE_RUNS", _flag, defaults.reuse_runs),
             "limits": Limits(**limit_values),
         }
         values.update(overrides)
         return cls(**values)
+
+
+def _flag(raw: str) -> bool:
+    value = raw.lower()
+    if value in ("1", "true", "yes", "on"):
+        return True
+    if value in ("0", "false", "no", "off"):
+        return False
+    raise ValueError("a flag is 1, 0, true, false, yes, no, on or off")
 
 
 def _port(raw: str) -> int:

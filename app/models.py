@@ -52,6 +52,10 @@ class RunCreate(BaseModel):
         default="engine",
         description='"torch" runs a bundled scenario against real PyTorch (if the server has it)',
     )
+    fresh: bool = Field(
+        default=False,
+        description="run the scenario again even if the server has a run of the same text to reuse",
+    )
 
     @field_validator("source", "filename")
     @classmethod
@@ -82,6 +86,10 @@ class RunCreated(BaseModel):
     id: str
     status: RunStatus
     url: str = Field(description="the viewer page of the run", examples=["/runs/Xy3_aB9-kQ0"])
+    reused: bool = Field(
+        default=False,
+        description="an existing run of the same text on the same engine answered the request (200)",
+    )
 
 
 class RunErrorInfo(BaseModel):

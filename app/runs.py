@@ -19,6 +19,27 @@ few times a second; which events are final: Note [Final events] in ``engine/trac
 the store at once, so a stream sends them while the scenario still runs; the events not yet
 delivered when the run ends are added from its result. A failure while streaming (the store, a
 caption) stops the streaming, not the run: the rest is then added from the result too.
+
+Note [The engine's fingerprint]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+A run is reused for the same scenario text only while the code that made it is the same (Note
+[Reusing a run] in ``app/store.py``): its ``reuse_key`` hashes the text, the file name, whether it
+ran trusted, the backend, and ``engine_fingerprint(backend)``, a hash of every source file of the
+engine and of the code that runs a scenario and annotates its events (``FINGERPRINT_FILES``), with
+the NumPy and Python versions, and torch's version for the torch backend. It is computed once per
+process (a server runs the code it loaded at start), so editing the engine and restarting the
+server makes new runs, and two processes of one checkout agree on every key.
+
+Note [A class on one server]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+A teacher points a class at one server, and everyone opens the same few bundled scenarios at
+once. With reuse on (``Settings.reuse_runs``), the first request for a scenario makes its run and
+every later one is answered with it, queued, running or done: the class costs one run per
+scenario, and each viewer streams the same stored events. ``max_pending`` bounds the work that
+requests can pile up; reused bundled runs cannot pile up (at most one per scenario and backend is
+ever pending), so they are not counted against it, and a class opening every card of the library
+at once gets no 503 while the queue works through them. Uploaded texts are unbounded and still
+count, and so does a bundled run asked for ``fresh``.
 """
 
 from __future__ import annotations
@@ -26,6 +47,8 @@ from __future__ import annotations
 import ast
 import asyncio
 import contextlib
+import functools
+import hashlib
 import importlib.metadata
 import importlib.util
 import inspect
@@ -34,6 +57,7 @@ import logging
 import re
 import secrets
 import sqlite3
+import sys
 import threading
 import tokenize
 from collections.abc import Callable, Iterable, Iterator
@@ -55,7 +79,8 @@ from app.runner import (
     scenario_info,
     with_ast,
 )
-from app.store import INTERRUPTED, RunRecord, Store
+from app.sandbox import PROJECT_ROOT
+from app.store import INTERRUPTED, RunRecord, Store, claim_owner, release_owner
 from engine.trace.captions import caption
 from engine.trace.changed import describe_changes
 from engine.trace.export import to_dot, to_json
@@ -131,6 +156,43 @@ def backend_label(backend: str, meta: dict[str, Any] | None) -> str:
     if isinstance(value, dict) and value.get("name"):
         return f"{value['name']} {value.get('version', '')}".strip()
     return backend_version(backend)
+
+
+# --- reusing runs (Note [The engine's fingerprint]) ---------------------------------------------
+
+# What makes a scenario's trace besides its text: the engine (and its trace schema), and the app's
+# code that runs a scenario (in the server or the sandbox worker) and annotates its events.
+FINGERPRINT_FILES = (
+    "engine/**/*.py",
+    "engine/**/*.json",
+    "app/runner.py",
+    "app/runs.py",
+    "app/sandbox.py",
+    "app/_worker.py",
+    "app/_sandbox_policy.py",
+)
+
+
+@functools.cache
+def engine_fingerprint(backend: str = "engine") -> str:
+    """A hash of the code that makes a run's trace on ``backend``; once per process."""
+    digest = hashlib.sha256()
+    paths = sorted({p for pattern in FINGERPRINT_FILES for p in PROJECT_ROOT.glob(pattern)})
+    for path in paths:
+        digest.update(f"{path.relative_to(PROJECT_ROOT).as_posix()}\0".encode())
+        digest.update(path.read_bytes())
+        digest.update(b"\0")
+    versions = [sys.version, importlib.metadata.version("numpy")]
+    if backend == "torch":
+        versions.append(backend_version("torch"))
+    digest.update("\0".join(versions).encode())
+    return digest.hexdigest()[:32]
+
+
+def reuse_key(*, text: str, filename: str, backend: str, trusted: bool) -> str:
+    """What identifies a run's result (Note [Reusing a run] in app/store.py)."""
+    parts = [engine_fingerprint(backend), backend, "trusted" if trusted else "sandbox", filename, text]
+    return hashlib.sha256("\0".join(parts).encode("utf-8", "surrogatepass")).hexdigest()
 
 
 # --- scenarios and uploaded text -----------------------------------------------------------------
@@ -267,6 +329,11 @@ class _Job:
     text: str  # the scenario's text (what an untrusted run executes)
     filename: str
     trace: dict[str, Any] | None = None  # an imported trace: nothing runs (app/imported.py)
+    reuse_key: str | None = None  # None: always a new run (Note [Reusing a run] in app/store.py)
+    fresh: bool = False  # a new run under ``reuse_key`` even if one could be reused
+    # A bundled scenario's reused run: at most one per scenario and backend is ever pending, so
+    # it does not count against ``Settings.max_pending`` (Note [A class on one server]).
+    library: bool = False
 
 
 class RunManager:
@@ -279,6 +346,9 @@ class RunManager:
         self._lock = threading.Lock()  # guards everything below
         self._executor: ThreadPoolExecutor | None = None
         self._futures: dict[str, Future[None]] = {}
+        self._library: set[str] = set()  # the pending runs that max_pending does not count
+        self._token = new_run_id()  # this manager, in the owner of its runs
+        self.owner = ""  # set by start (Note [Who owns an unfinished run] in app/store.py)
         self._watchers: dict[str, set[Watcher]] = {}
         self.interrupted: list[str] = []
         self._opened = False
@@ -295,6 +365,10 @@ class RunManager:
                 self.store.open()
                 self.interrupted = self.store.mark_interrupted()
                 self._opened = True
+            self.owner = claim_owner(self._token)
+            if self.settings.reuse_runs:
+                engine_fingerprint("engine")  # hashed now rather than in the first request
+
             self._executor = ThreadPoolExecutor(self.settings.workers, thread_name_prefix="autograd-lens-run")
 
     def stop(self) -> None:
@@ -305,6 +379,8 @@ class RunManager:
             cancelled = [rid for rid, f in self._futures.items() if f.cancel()]
             for run_id in cancelled:
                 del self._futures[run_id]
+                self._library.discard(run_id)
+        release_owner(self._token)
         if executor is not None:
             executor.shutdown(wait=False, cancel_futures=True)
         for run_id in cancelled:
@@ -318,14 +394,31 @@ class RunManager:
 
     # --- creating runs ---
 
-    def create_bundled(self, scenario_id: str, backend: str = "engine") -> RunRecord:
+    def create_bundled(self, scenario_id: str, backend: str = "engine", *, fresh: bool = False) -> RunRecord:
+        """A run of a bundled scenario; the stored one when it may be reused, unless ``fresh``
+        (``record.reused`` says which; Note [Reusing a run] in app/store.py)."""
         info = find_scenario(scenario_id)
         check_backend(backend, trusted=True)
         text = info.path.read_text(encoding="utf-8")
-        job = _Job(trusted=True, backend=backend, path=info.path, text=text, filename=display_name(info.path))
+        name = display_name(info.path)
+        key = self._reuse_key(text=text, filename=name, backend=backend, trusted=True)
+        job = _Job(
+            trusted=True,
+            backend=backend,
+            path=info.path,
+            text=text,
+            filename=name,
+            reuse_key=key,
+            fresh=fresh,
+            library=key is not None and not fresh,
+        )
         return self._create(job, scenario=info.id, title=info.title)
 
-    def create_uploaded(self, source: str, filename: str | None, backend: str = "engine") -> RunRecord:
+    def create_uploaded(
+        self, source: str, filename: str | None, backend: str = "engine", *, fresh: bool = False
+    ) -> RunRecord:
+        """A sandboxed run of uploaded text; an identical upload's run when it may be reused,
+        unless ``fresh``."""
         check_backend(backend, trusted=False)
         size = len(source.encode("utf-8"))
         if size > self.settings.max_upload_bytes:
@@ -333,8 +426,16 @@ class RunManager:
                 f"the scenario is {size} bytes long; the limit is {self.settings.max_upload_bytes} bytes"
             )
         name = clean_filename(filename)
-        job = _Job(trusted=False, backend="engine", path=None, text=source, filename=name)
+        key = self._reuse_key(text=source, filename=name, backend="engine", trusted=False)
+        job = _Job(
+            trusted=False, backend="engine", path=None, text=source, filename=name, reuse_key=key, fresh=fresh
+        )
         return self._create(job, scenario=None, title=docstring_title(source) or name)
+
+    def _reuse_key(self, *, text: str, filename: str, backend: str, trusted: bool) -> str | None:
+        if not self.settings.reuse_runs:
+            return None
+        return reuse_key(text=text, filename=filename, backend=backend, trusted=trusted)
 
     def create_generated(
         self, text: str, filename: str, title: str, key: str, backend: str = "engine"
@@ -362,11 +463,17 @@ class RunManager:
 
     def _create(self, job: _Job, *, scenario: str | None, title: str) -> RunRecord:
         self.start()
-        with self._lock:
-            if len(self._futures) >= self.settings.max_pending:
+        with self._lock:  # one lookup-and-create at a time: concurrent requests make one run
+            key = None if job.fresh else job.reuse_key
+            if key is not None and (found := self.store.reusable_run(key)):
+                record = self.store.get_run(found)
+                if record is not None:
+                    record.reused = True
+                    return record
+            counted = len(self._futures) - len(self._library)
+            if not job.library and counted >= self.settings.max_pending:
                 raise ServerBusy(
-                    f"{len(self._futures)} runs are queued or running, the most this server takes; "
-                    "try again in a moment"
+                    f"{counted} runs are queued or running, the most this server takes; try again in a moment"
                 )
             executor = self._executor
             if executor is None:
@@ -383,12 +490,19 @@ class RunManager:
                         trusted=job.trusted,
                         backend=job.backend,
                         imported=job.trace is not None,
+                        reuse_key=job.reuse_key,
+                        owner=self.owner,
+                        fresh=job.fresh,
                     )
                     break
                 except sqlite3.IntegrityError:
                     continue
             else:  # pragma: no cover
                 raise RuntimeError("could not find a free run id")
+            if record.reused:  # another server process made it in the meantime
+                return record
+            if job.library:
+                self._library.add(run_id)
             self._futures[run_id] = executor.submit(self._execute, run_id, job)
         return record
 
@@ -425,6 +539,7 @@ class RunManager:
             # the run no longer counts against max_pending.
             with self._lock:
                 self._futures.pop(run_id, None)
+                self._library.discard(run_id)
             self.notify(run_id)
             self._prune()
 

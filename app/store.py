@@ -24,6 +24,30 @@ each column added since version 1 (``_ADDED_COLUMNS``) is added with ``ALTER TAB
 COLUMN`` if missing, with a default that is true of the old rows (a run stored before backends
 existed ran on the engine). A database newer than this server is refused rather than guessed at.
 
+Note [Reusing a run]
+~~~~~~~~~~~~~~~~~~~~
+A scenario run is deterministic: the same text, under the same file name, on the same backend and
+the same engine gives the same trace (timings aside). So a run may carry a ``reuse_key`` (a hash
+of those, ``app.runs.reuse_key``) and a request for the same key is answered with that run instead
+of a new one: finished ``done``, still queued or running (two hundred viewers opening one card
+make one run), or an ``error`` the scenario itself raised. An error that depends on the moment
+does not say anything about the text, and must not be served again: a sandbox limit (wall clock,
+CPU, memory, events...), a worker that died, a restart that interrupted the run, a failure of the
+server. ``finish`` and ``mark_interrupted`` clear the key of such a run (``reusable_error``), so
+the next request for it runs the scenario again. Looking the key up and inserting a new run happen
+in one write transaction: two requests, or two server processes, never both make the run.
+
+Note [Who owns an unfinished run]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+A run that is queued or running lives in one server process's thread pool; if that process dies
+the run never finishes. Each run records its ``owner``: ``host:pid:start:token``, the process (its
+pid and its start time, so a reused pid is not mistaken for it) and the ``RunManager`` within it.
+A run is orphaned when its owner is gone: no owner (a run stored by an older server, or by hand),
+another host (SQLite in WAL mode is shared by processes of one machine only, so a run of another
+host name is one a previous container left), a dead process of this host, or a manager of this
+process that has stopped. At startup a server marks only the orphans as interrupted, never the
+runs another live process is executing, so several processes can serve one database.
+
 Each call opens its own connection: callers are worker threads and the server's thread pool, and
 SQLite connections are cheap to open (WAL lets readers run alongside the one writer).
 """
@@ -35,6 +59,8 @@ import contextlib
 import hashlib
 import json
 import math
+import os
+import socket
 import sqlite3
 import zlib
 from collections.abc import Iterator
@@ -45,10 +71,13 @@ from typing import Any
 
 from app.runner import BACKENDS, RunError
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 SHARED_ID_LENGTH = 12  # base32 characters of the hash: 60 bits, no collision in any one server's life
 FINISHED = ("done", "error")
 INTERRUPTED = "interrupted by a server restart"
+# Errors that depend on the moment, not on the scenario's text (Note [Reusing a run]); a run that
+# stopped at a sandbox limit has ``error.limit`` set as well.
+TRANSIENT_ERRORS = ("Interrupted", "InternalError", "WorkerError")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -70,6 +99,8 @@ CREATE TABLE IF NOT EXISTS runs (
     dot         TEXT,              -- the graph as DOT source, once finished
     trace       BLOB,              -- zlib(the trace document as JSON), once finished
     grads       TEXT,              -- JSON {name: nested list}: the final gradients, once finished
+    reuse_key   TEXT,              -- what another request for the same run asks for (Note [Reusing a run])
+    owner       TEXT,              -- the process running it (Note [Who owns an unfinished run])
     created_at  TEXT NOT NULL,
     started_at  TEXT,
     finished_at TEXT
@@ -96,7 +127,63 @@ _ADDED_COLUMNS = {
     "backend": "TEXT NOT NULL DEFAULT 'engine'",  # every run of version 1 ran on the engine
     "grads": "TEXT",
     "imported": "INTEGER NOT NULL DEFAULT 0",  # version 3; every older run ran on this server
+    "reuse_key": "TEXT",  # version 4; older runs are never reused (their engine is unknown)
+    "owner": "TEXT",  # version 4; an older unfinished run has no owner: an orphan
 }
+# After the columns exist (an older database gets them in ``open``'s migration first).
+_INDEXES = "CREATE INDEX IF NOT EXISTS runs_reuse ON runs (reuse_key) WHERE reuse_key IS NOT NULL"
+
+
+def reusable_error(error: dict[str, Any] | None) -> bool:
+    """Whether a run that ended with ``error`` may answer another request for it: an error of the
+    scenario itself, not a limit, a dead worker, an interruption (Note [Reusing a run])."""
+    return error is None or (not error.get("limit") and error.get("type") not in TRANSIENT_ERRORS)
+
+
+# --- owners of unfinished runs (Note [Who owns an unfinished run]) --------------------------------
+
+_HOST = socket.gethostname().replace(":", "_")
+_live_tokens: set[str] = set()  # the tokens of this process's running managers
+
+
+def _start_time(pid: int) -> str:
+    """When a process started (clock ticks since boot, /proc/PID/stat field 22), or "" where
+    there is no /proc. Raises ``OSError`` when there is no such process."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        if Path("/proc/self/stat").exists():
+            raise ProcessLookupError(pid) from None
+        os.kill(pid, 0)  # no /proc: only whether the pid exists
+        return ""
+    return stat.rsplit(")", 1)[1].split()[19]
+
+
+def claim_owner(token: str) -> str:
+    """The owner of the runs a manager creates: this process and ``token`` (the manager)."""
+    _live_tokens.add(token)
+    return f"{_HOST}:{os.getpid()}:{_start_time(os.getpid())}:{token}"
+
+
+def release_owner(token: str) -> None:
+    """The manager stopped: a later one sees its unfinished runs as orphans."""
+    _live_tokens.discard(token)
+
+
+def owner_alive(owner: str | None) -> bool:
+    """Whether the owner of an unfinished run may still finish it."""
+    parts = (owner or "").split(":")
+    if len(parts) != 4 or parts[0] != _HOST or not parts[1].isdigit():
+        return False
+    _, pid, start, token = parts
+    if int(pid) == os.getpid():
+        return token in _live_tokens
+    try:
+        return _start_time(int(pid)) == start
+    except PermissionError:  # a process of another user: it exists
+        return True
+    except OSError:
+        return False
 
 
 def now_iso() -> str:
@@ -140,6 +227,7 @@ class RunRecord:
     created_at: str
     started_at: str | None
     finished_at: str | None
+    reused: bool = False  # not stored: ``create_run`` answered with an existing run
 
     @property
     def finished(self) -> bool:
@@ -182,6 +270,7 @@ class Store:
             for name, declaration in _ADDED_COLUMNS.items():
                 if name not in have:
                     conn.execute(f"ALTER TABLE runs ADD COLUMN {name} {declaration}")
+            conn.execute(_INDEXES)
             conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
 
     @contextlib.contextmanager
@@ -220,19 +309,66 @@ class Store:
         trusted: bool,
         backend: str = "engine",
         imported: bool = False,
+        reuse_key: str | None = None,
+        owner: str | None = None,
+        fresh: bool = False,
     ) -> RunRecord:
+        """A new queued run, or, given a ``reuse_key``, the run already stored under it if it may
+        be reused (Note [Reusing a run]); the record says which (``reused``). ``fresh``: a new run
+        under the key all the same, which later requests then reuse."""
         if backend not in BACKENDS:
             raise ValueError(f"a run's backend is one of {BACKENDS}, not {backend!r}")
         created = now_iso()
         with self._write() as conn:
-            conn.execute(
-                "INSERT INTO runs (id, status, scenario, title, filename, source, trusted, backend, "
-                "imported, created_at) VALUES (?, 'queued', ?, ?, ?, ?, ?, ?, ?, ?)",
-                (run_id, scenario, title, filename, source, int(trusted), backend, int(imported), created),
-            )
-        record = self.get_run(run_id)
+            existing = self._reusable(conn, reuse_key) if reuse_key is not None and not fresh else None
+            if existing is None:
+                conn.execute(
+                    "INSERT INTO runs (id, status, scenario, title, filename, source, trusted, backend, "
+                    "imported, reuse_key, owner, created_at) "
+                    "VALUES (?, 'queued', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        run_id,
+                        scenario,
+                        title,
+                        filename,
+                        source,
+                        int(trusted),
+                        backend,
+                        int(imported),
+                        reuse_key,
+                        owner,
+                        created,
+                    ),
+                )
+        record = self.get_run(existing or run_id)
         assert record is not None
+        record.reused = existing is not None
         return record
+
+    def reusable_run(self, reuse_key: str) -> str | None:
+        """The id of the run stored under ``reuse_key`` that may answer a request for it."""
+        with self._connect() as conn:
+            row = conn.execute(
+                "SELECT id, status, owner FROM runs WHERE reuse_key = ? ORDER BY created_at DESC LIMIT 1",
+                (reuse_key,),
+            ).fetchone()
+        if row is None or (row[1] not in FINISHED and not owner_alive(row[2])):
+            return None
+        return str(row[0])
+
+    def _reusable(self, conn: sqlite3.Connection, reuse_key: str) -> str | None:
+        """``reusable_run`` inside a write transaction: an unfinished run under the key whose owner
+        died is marked interrupted here (its key cleared), so a new run takes its place."""
+        row = conn.execute(
+            "SELECT id, status, owner FROM runs WHERE reuse_key = ? ORDER BY created_at DESC LIMIT 1",
+            (reuse_key,),
+        ).fetchone()
+        if row is None:
+            return None
+        if row[1] not in FINISHED and not owner_alive(row[2]):
+            self._interrupt(conn, [row[0]], INTERRUPTED)
+            return None
+        return str(row[0])
 
     def get_run(self, run_id: str) -> RunRecord | None:
         with self._connect() as conn:
@@ -329,7 +465,8 @@ class Store:
         with self._write() as conn:
             conn.execute(
                 "UPDATE runs SET status = ?, error = ?, stdout = ?, meta = ?, sources = ?, dot = ?, "
-                "trace = ?, grads = ?, finished_at = ?, progress = MAX(progress, n_events) WHERE id = ?",
+                "trace = ?, grads = ?, finished_at = ?, progress = MAX(progress, n_events), "
+                "reuse_key = CASE WHEN ? THEN reuse_key END WHERE id = ?",
                 (
                     status,
                     dumps(error) if error is not None else None,
@@ -340,22 +477,28 @@ class Store:
                     zlib.compress(trace_json.encode("utf-8"), 6) if trace_json is not None else None,
                     dumps(grads) if grads is not None else None,
                     now_iso(),
+                    status == "done" or reusable_error(error),  # Note [Reusing a run]
                     run_id,
                 ),
             )
 
     def mark_interrupted(self, message: str = INTERRUPTED) -> list[str]:
-        """Runs left queued or running by a previous server process: they will never finish, so
-        they end as errors (their stored events stay readable). Returns their ids."""
-        error = asdict(RunError("Interrupted", message))
+        """Runs left queued or running by a server process that is gone: they will never finish,
+        so they end as errors (their stored events stay readable). Runs another live process
+        owns are left to it (Note [Who owns an unfinished run]). Returns the ids marked."""
         with self._write() as conn:
-            ids = [r[0] for r in conn.execute("SELECT id FROM runs WHERE status IN ('queued', 'running')")]
-            conn.execute(
-                "UPDATE runs SET status = 'error', error = ?, finished_at = ? "
-                "WHERE status IN ('queued', 'running')",
-                (dumps(error), now_iso()),
-            )
+            rows = conn.execute("SELECT id, owner FROM runs WHERE status IN ('queued', 'running')")
+            ids = [run_id for run_id, owner in rows.fetchall() if not owner_alive(owner)]
+            self._interrupt(conn, ids, message)
         return ids
+
+    def _interrupt(self, conn: sqlite3.Connection, ids: list[str], message: str) -> None:
+        error = dumps(asdict(RunError("Interrupted", message)))
+        conn.executemany(
+            "UPDATE runs SET status = 'error', error = ?, finished_at = ?, reuse_key = NULL "
+            "WHERE id = ? AND status IN ('queued', 'running')",
+            [(error, now_iso(), run_id) for run_id in ids],
+        )
 
     def trace_parts(self, run_id: str) -> tuple[dict[str, Any], dict[str, str]] | None:
         """The trace document's ``meta`` and ``sources`` (once the run finished)."""

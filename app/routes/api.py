@@ -67,6 +67,7 @@ def scenario_model(s: ScenarioInfo) -> Scenario:
     status_code=201,
     response_model=RunCreated,
     responses={
+        200: {"model": RunCreated, "description": "an existing run of the same text was reused"},
         404: {"model": ErrorResponse, "description": "no bundled scenario with that id"},
         413: {"model": ErrorResponse, "description": "the scenario text (or the request) is too large"},
         422: {
@@ -82,13 +83,14 @@ def scenario_model(s: ScenarioInfo) -> Scenario:
 def create_run(body: RunCreate, manager: ManagerDep, response: Response) -> RunCreated:
     """Start a run: a bundled scenario (trusted, in the server; on the engine or on real torch) or
     uploaded text (in the sandbox, on the engine). It runs in the background; follow it with
-    ``GET /api/runs/{id}`` or ``/api/runs/{id}/events``."""
+    ``GET /api/runs/{id}`` or ``/api/runs/{id}/events``. The run of an identical request is
+    answered instead (200, ``reused``) unless ``fresh`` (Note [Reusing a run] in app/store.py)."""
     try:
         if body.scenario is not None:
-            record = manager.create_bundled(body.scenario, body.backend)
+            record = manager.create_bundled(body.scenario, body.backend, fresh=body.fresh)
         else:
             assert body.source is not None  # RunCreate checked that one of the two is given
-            record = manager.create_uploaded(body.source, body.filename, body.backend)
+            record = manager.create_uploaded(body.source, body.filename, body.backend, fresh=body.fresh)
     except UnknownScenario as e:
         raise HTTPException(404, str(e)) from None
     except BackendRefused as e:
@@ -108,9 +110,12 @@ def busy(e: ServerBusy) -> HTTPException:
 
 
 def created(record: RunRecord, response: Response) -> RunCreated:
-    """The answer of a request that made a run (201), its API address in ``Location``."""
+    """The answer of a request that made a run (201) or reused one (200), its API address in
+    ``Location``."""
     response.headers["Location"] = f"/api/runs/{record.id}"
-    return RunCreated(id=record.id, status=record.status, url=f"/runs/{record.id}")  # type: ignore[arg-type]
+    if record.reused:
+        response.status_code = 200
+    return RunCreated(id=record.id, status=record.status, url=f"/runs/{record.id}", reused=record.reused)  # type: ignore[arg-type]
 
 
 def run_model(record: RunRecord, meta: dict[str, Any] | None = None) -> Run:

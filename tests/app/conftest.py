@@ -91,8 +91,11 @@ def manager(client: TestClient) -> RunManager:
 
 
 def start_run(client: TestClient, **body: Any) -> str:
+    """A run of ``body``: a new one (201), or one stored for the same text (200, Note [Reusing a
+    run] in app/store.py); ``fresh=True`` always makes a new one."""
     response = client.post("/api/runs", json=body)
-    assert response.status_code == 201, response.text
+    assert response.status_code in (200, 201), response.text
+    assert response.json()["reused"] == (response.status_code == 200)
     run_id: str = response.json()["id"]
     return run_id
 

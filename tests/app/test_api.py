@@ -296,8 +296,9 @@ def test_a_full_queue_answers_503(tmp_path: Path) -> None:
     with TestClient(app) as client:
         runs = manager(client)
         with runs.in_process:
-            first = start_run(client, scenario="single_checkpoint")
-            response = client.post("/api/runs", json={"scenario": "single_checkpoint"})
+            # fresh: a reused bundled run would answer 200, and would not count (test_reuse.py)
+            first = start_run(client, scenario="single_checkpoint", fresh=True)
+            response = client.post("/api/runs", json={"scenario": "single_checkpoint", "fresh": True})
             assert response.status_code == 503
             assert response.headers["retry-after"] == "5"
             assert "try again" in response.json()["detail"]
