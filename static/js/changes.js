@@ -95,3 +95,58 @@ export function getPath(state, path) {
   }
   return obj;
 }
+
+// Note [Jump diffs]
+// ~~~~~~~~~~~~~~~~~
+// A long jump restores a snapshot and replays from there, so the change lists it used say
+// nothing about how the state it left differs from the state it reached, and views that restyle
+// only what changed (the graph, the frames) had to recheck everything. `diffStates(before,
+// after)` lists those differences as changes [op, path, old, new], as if one event had made them,
+// so views treat a short jump (the next recomputation, a cause link, a breakpoint) like a step.
+// It relies on copy on write (Note above): a container not written since the two states parted
+// is the same object in both, so `===` skips it unvisited, and the walk costs what differs, not
+// what the state holds. Objects are compared key by key down to their leaves; an array whose
+// items differ is compared item by item, each differing item reported whole at its index (so
+// [op, ["unpacking", i], old, new] names the entry, as the reducer's own changes do), and items
+// past the shorter one are reported added or removed. The result is complete: every path whose
+// value differs is at or under a reported path. Far jumps differ in thousands of places, where
+// rechecking everything is as cheap: past `limit` differences the walk stops and returns null
+// ("recheck everything"), which bounds its cost.
+export function diffStates(before, after, limit = 3000) {
+  const out = [];
+  return diffInto(before, after, [], out, limit) ? out : null;
+}
+
+// Appends the differences under `path` to `out`; false once there are more than `limit`.
+function diffInto(a, b, path, out, limit) {
+  if (a === b) return true;
+  const aObj = a !== null && typeof a === "object";
+  const bObj = b !== null && typeof b === "object";
+  if (!aObj || !bObj || Array.isArray(a) !== Array.isArray(b)) {
+    out.push(["set", path, a, b]);
+  } else if (Array.isArray(a)) {
+    const common = Math.min(a.length, b.length);
+    for (let i = 0; i < common; i++) if (!sameValue(a[i], b[i])) out.push(["set", [...path, i], a[i], b[i]]);
+    for (let i = common; i < b.length; i++) out.push(["add", [...path, i], undefined, b[i]]);
+    for (let i = a.length - 1; i >= common; i--) out.push(["remove", [...path, i], a[i], undefined]);
+  } else {
+    for (const key in a) {
+      if (!(key in b)) out.push(["remove", [...path, key], a[key], undefined]);
+      else if (a[key] !== b[key] && !diffInto(a[key], b[key], [...path, key], out, limit)) return false;
+      if (out.length > limit) return false;
+    }
+    for (const key in b) if (!(key in a)) out.push(["add", [...path, key], undefined, b[key]]);
+  }
+  return out.length <= limit;
+}
+
+// Whether two values are equal (deeply), taking identical containers as equal at once.
+function sameValue(a, b) {
+  if (a === b) return true;
+  if (a === null || b === null || typeof a !== "object" || typeof b !== "object") return false;
+  if (Array.isArray(a) !== Array.isArray(b)) return false;
+  if (Array.isArray(a)) return a.length === b.length && a.every((x, i) => sameValue(x, b[i]));
+  const keys = Object.keys(a);
+  if (keys.length !== Object.keys(b).length) return false;
+  return keys.every((k) => k in b && sameValue(a[k], b[k]));
+}

@@ -47,6 +47,7 @@ let wanted = null; // the step asked for in the URL, reached once enough events 
 let playing = null; // the play loop's animation frame request, while playing
 let urlTimer = null;
 let story = null; // the run's Story once loaded (after the run has finished)
+let early = {}; // documents asked for at once when the run had finished before the page opened
 const params = new URL(location.href).searchParams;
 let wantedLevel = params.get("level") === "events" ? "events" : "story";
 let level = "events"; // the story level needs the story: it becomes the level once loaded
@@ -476,7 +477,7 @@ async function onDone(summary) {
 // unless the URL asked for every event. A run with no events has an empty story.
 async function loadStory() {
   try {
-    story = new Story(await lensData.story());
+    story = new Story(await (early.story || lensData.story()));
   } catch (err) {
     notice(`The story of this run could not be loaded (${err.message}); every event is shown.`);
     return;
@@ -496,7 +497,7 @@ async function loadStory() {
 async function loadMemory() {
   let doc = null;
   try {
-    doc = await lensData.memory();
+    doc = await (early.memory || lensData.memory());
   } catch (err) {
     ledger.load(null, err.message);
     modules.load(null, err.message);
@@ -521,7 +522,7 @@ function framesOfRun() {
 async function loadGraph() {
   try {
     graph.note("Laying out the graph…");
-    const dot = await lensData.graphDot();
+    const dot = await (early.dot || lensData.graphDot());
     await graph.load(dot); // drawn at the step the views were last rendered at
     document.body.dataset.graph = "1";
   } catch (err) {
@@ -560,6 +561,28 @@ async function start() {
   showStatus(run.status, run.status);
 
   player = new Player(run.initial_state || {});
+  // Note [Loading a finished run]
+  // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+  // The events are asked for before the views are mounted (nothing is handled before this
+  // function returns: the handlers run in later tasks, after the mounting below). When the run
+  // had already finished, its story, graph and memory report are asked for at once too, instead
+  // of after the last event: the server derives the story from the run's events when first asked
+  // (app/routes/derived.py), so that work and the download overlap the stream. They are still
+  // *used* in the same order and at the same moment as for a run that finishes while watched
+  // (onDone): only the waiting moves. The memory report is asked for once the story has arrived,
+  // so that deriving it does not delay the story, which the default level needs. A document asked
+  // for early that fails is reported where it is used, as before (the .catch only keeps an early
+  // failure from being reported as unhandled before then).
+  openEvents();
+  if (run.status === "done" || run.status === "error") {
+    early.story = lensData.story();
+    if ($("#view-graph")) early.dot = lensData.graphDot();
+    if ($("#view-memory")) {
+      const memory = () => lensData.memory();
+      early.memory = early.story.then(memory, memory);
+    }
+    for (const p of Object.values(early)) if (p) p.catch(() => {});
+  }
   setTerms(config.glossary || []);
   help.mount();
   mountTourButton($(".run-head"));
@@ -577,7 +600,6 @@ async function start() {
   mount("source", source, $("#view-source"), { onToggleLine: (line) => bps.toggle("line", line) });
   bps.onChange(() => {
     if (has("source")) source.setBreakpoints(bps.lines);
-  controls.renderBreakpoints();
     controls.renderBreakpoints();
     scheduleUrl();
   });
@@ -604,7 +626,9 @@ async function start() {
   wanted = asked !== null && /^\d+$/.test(asked) ? Number(asked) : null;
   renderAll(null);
   if (has("controls")) controls.grow();
+}
 
+function openEvents() {
   lensData.events({
     onItems,
     onDone,

@@ -95,6 +95,8 @@ def test_python_is_highlighted_with_line_numbers(page: Page, live_server: str) -
     page.on("request", lambda r: requests.append(r.url))
     open_home(page, live_server)
     keywords = page.locator("#editor .cm-content .tok-keyword")
+    # CodeMirror parses in the background, a slice at a time: wait for the highlighting to land.
+    keywords.filter(has_text=re.compile(r"^def$")).first.wait_for()
     assert "def" in keywords.all_text_contents()
     assert page.locator("#editor .cm-lineNumbers .cm-gutterElement", has_text=re.compile(r"^1$")).count() == 1
     assert page.locator("#editor-source").is_hidden()  # the fallback textarea
