@@ -259,7 +259,31 @@ def answer(result: RunResult, limits: Limits, out: Any) -> None:
         _answer(RunResult(False, None, RunError("LimitExceeded", message, None, None, "memory_mb")), out)
 
 
+# Note [A worker dies with its server]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A server killed with SIGKILL cannot kill its workers, and they would run on until their CPU
+# limit with nobody to answer. Linux's PR_SET_PDEATHSIG asks the kernel for a SIGKILL when the
+# thread that started the worker ends: a server thread that waits for the worker until it ends
+# (app/sandbox.py), so only the server's death sends it. Set before the job is read; if the server
+# is already gone by then (the parent is no longer the one that started us), stop at once.
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:
+    parent = os.getppid()
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):  # not Linux: the wall-clock limit still ends the worker
+        return
+    if os.getppid() != parent:
+        os._exit(1)
+
+
 def main() -> None:
+    _die_with_parent()
     real_stdout = sys.stdout
     # Nothing but the answer may reach stdout; stray output of the worker goes to a buffer.
     sys.stdout = io.StringIO()

@@ -36,6 +36,7 @@ import sys
 import sysconfig
 import tempfile
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -177,6 +178,7 @@ def run_in_worker(
     max_out = limits.max_output_mb * 1024 * 1024
     with tempfile.TemporaryDirectory(prefix="autograd-lens-") as workdir:
         os.chmod(workdir, 0o755)  # the worker may enter it; as nobody it cannot write to it
+        started = time.monotonic()
         proc = subprocess.Popen(
             [sys.executable, "-m", "app._worker"],
             stdin=subprocess.PIPE,
@@ -247,7 +249,8 @@ def run_in_worker(
         for pipe in (proc.stdout, proc.stderr):
             if pipe is not None:
                 pipe.close()
-    result = _outcome(proc.returncode, bytes(out), err_tail, limits, timed_out, overflow.is_set())
+    elapsed = time.monotonic() - started
+    result = _outcome(proc.returncode, bytes(out), err_tail, limits, timed_out, overflow.is_set(), elapsed)
     if streamed:
         if isinstance(result.get("trace"), dict):
             result["trace"]["events"] = streamed + list(result["trace"].get("events") or [])
@@ -280,8 +283,15 @@ def _kill(proc: subprocess.Popen[bytes]) -> None:
 
 
 def _outcome(
-    rc: int, out: bytes, err_tail: list[str], limits: Limits, timed_out: bool, overflow: bool
+    rc: int,
+    out: bytes,
+    err_tail: list[str],
+    limits: Limits,
+    timed_out: bool,
+    overflow: bool,
+    elapsed: float = float("inf"),
 ) -> dict[str, Any]:
+    """The run's answer from how its worker ended; ``elapsed``: the worker's wall-clock seconds."""
     if timed_out:
         return _limit_error("wall_seconds", f"wall-clock time limit of {limits.wall_seconds:g} s exceeded")
     if overflow:
@@ -298,9 +308,22 @@ def _outcome(
             }
         if isinstance(result, dict) and "ok" in result:
             return result
+    if rc == -signal.SIGKILL and elapsed < limits.cpu_seconds + 2:
+        # Not the kernel at the hard CPU limit: that takes at least cpu_seconds + 2 s of CPU time
+        # (the worker sets it so, and catches the soft one itself), so more wall time than this.
+        return {
+            "ok": False,
+            "trace": None,
+            "stdout": "",
+            "error": _error_dict(
+                "WorkerError",
+                "the scenario worker was killed (signal SIGKILL) from outside, after "
+                f"{elapsed:.1f} s: by the system's out-of-memory killer or an operator, "
+                "not by a limit of the run",
+            ),
+        }
     if rc in (-signal.SIGXCPU, -signal.SIGKILL):
-        # SIGKILL without our timeout: the kernel at the hard CPU limit (the worker catches the soft
-        # one itself), or the OOM killer.
+        # SIGKILL without our timeout after that long: the kernel at the hard CPU limit.
         return _limit_error("cpu_seconds", f"CPU time limit of {limits.cpu_seconds:g} s exceeded")
     if rc == -signal.SIGXFSZ:
         return _limit_error("max_file_bytes", f"file size limit of {limits.max_file_bytes} bytes exceeded")

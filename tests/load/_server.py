@@ -138,8 +138,8 @@ class Server:
         return path.read_text(errors="replace")[-4000:] if path.exists() else ""
 
     def kill9(self) -> list[int]:
-        """``SIGKILL`` the server, as a crash would; returns the sandbox workers it left behind
-        (a worker is in its own session, so it outlives its server until its CPU limit)."""
+        """``SIGKILL`` the server, as a crash would; returns the sandbox workers it had then (each
+        in its own session: the kernel ends them, Note [A worker dies with its server])."""
         assert self.proc is not None
         left = workers(self.pid)
         self.proc.send_signal(signal.SIGKILL)
