@@ -56,9 +56,14 @@ async def run_events(
     after = last_event_id_header if last_event_id_header is not None else last_event_id
     after = -1 if after is None else after
     store = manager.store
+    reads = 0
     with manager.watch(run.id) as watcher:
         while True:
-            batches = await run_in_threadpool(store.batches_after, run.id, after, BATCHES_PER_READ)
+            # The first read takes one batch: a viewer shows the first step as soon as it has it
+            # (a class opening runs at once waits on these reads), the rest follow 8 at a time.
+            limit = 1 if reads == 0 else BATCHES_PER_READ
+            reads += 1
+            batches = await run_in_threadpool(store.batches_after, run.id, after, limit)
             for batch in batches:
                 data, _ = items_after(batch, after)
                 yield ServerSentEvent(event="events", id=str(batch.last_seq), raw_data=data)
