@@ -42,6 +42,7 @@ import time
 import weakref
 from collections import deque
 from collections.abc import Callable
+from inspect import CO_ASYNC_GENERATOR, CO_COROUTINE, CO_GENERATOR
 from types import FrameType
 from typing import Any, Protocol, TypeVar
 
@@ -51,6 +52,9 @@ from engine.trace._names import Statement, TensorNames, _locals_of
 
 # An event, JSON-ready.
 Event = dict[str, Any]
+
+# Frames that can be suspended and resumed on another stack (Note [Recorder fast paths]).
+_RESUMABLE = CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR
 
 
 def _storage_root(a: np.ndarray) -> np.ndarray:
@@ -178,10 +182,26 @@ class ModuleEntry:
         self.path: str | None = None
 
 
+class _TrackedRef(weakref.ref):  # type: ignore[type-arg]
+    """A weak reference to an engine object that knows its recorder, its registry entry and the
+    kind of event its death is (``tensor_free``, ...): one function, ``_on_death``, serves as
+    every callback, instead of a closure made for each object (Note [Recorder fast paths])."""
+
+    __slots__ = ("dead_kind", "entry", "recorder")
+    dead_kind: str
+    entry: Any
+    recorder: RecorderCore
+
+
+def _on_death(ref: _TrackedRef) -> None:
+    """The weak-reference callback of ``RecorderCore.track``: the object behind it was freed."""
+    ref.recorder._dead(ref.dead_kind, ref.entry)
+
+
 # Each recorder class's handler of each kind (``_k_<kind>``), looked up once per class and kind
 # instead of by name at every event. Functions, not bound methods: nothing here keeps a recorder
 # alive.
-_HANDLERS: dict[tuple[type, str], Callable[[Any, dict[str, Any]], None]] = {}
+_HANDLERS: dict[type, dict[str, Callable[[Any, dict[str, Any]], None]]] = {}
 
 
 class RecorderCore(TensorNames):
@@ -206,9 +226,17 @@ class RecorderCore(TensorNames):
         self.closed = False
         self._busy = False
         self._deferred: deque[tuple[str, dict[str, Any]]] = deque()
+        self._handlers = _HANDLERS.setdefault(type(self), {})
+        # where() of the emission being handled; see Note [Recorder fast paths]
+        self._here: tuple[FrameType | None, str, int] | None = None
+        self._start: FrameType | None = None  # the frame that handed over the emission
         # Deaths seen on other threads, handled on the recording thread's next event.
         self._foreign: deque[tuple[str, dict[str, Any]]] = deque()
         self._limit: int | None = None
+        # The frame that entered the ``with`` block, and the outermost recorded frame at or below
+        # it: see Note [Recorder fast paths].
+        self._anchor: FrameType | None = None
+        self._anchor_outer: FrameType | None = None
         self._make_limit_error: Callable[[int], BaseException] | None = None
         self.truncated = False
         # registries, keyed by id() of the live object; see Note [Trace ids and ordering]
@@ -260,6 +288,8 @@ class RecorderCore(TensorNames):
             self._deferred.append((kind, fields))
             return
         self._busy = True
+        # The emitter's side of the stack starts below this frame (Note [Recorder fast paths]).
+        self._start = sys._getframe(1)
         try:
             while self._foreign:
                 self._handle(*self._foreign.popleft())
@@ -268,27 +298,28 @@ class RecorderCore(TensorNames):
                 self._handle(*self._deferred.popleft())
         finally:
             self._busy = False
+            # Both hold frames: never beyond the emission, or they would keep their variables.
+            self._here = self._start = None
 
     def _handle(self, kind: str, fields: dict[str, Any]) -> None:
         if kind == "tensor_new":
             self._register_tensor(fields["tensor"])
             return
-        self.flush()
-        handler = _HANDLERS.get((type(self), kind))
+        if self._pending:
+            self.flush()
+        handler = self._handlers.get(kind)
         if handler is None:
             handler = getattr(type(self), "_k_" + kind, None)
             if handler is None:
                 raise ValueError(f"engine.trace: unknown event kind {kind!r}")
-            _HANDLERS[type(self), kind] = handler
+            self._handlers[kind] = handler
         handler(self, fields)
 
     def track(self, registry: dict[int, _E], obj: Any, entry: _E, dead_kind: str) -> _E:
         """Register ``entry`` for ``obj``, weakly: its death is reported as ``dead_kind``."""
-
-        def dead(_: weakref.ref[Any]) -> None:
-            self._dead(dead_kind, entry)
-
-        entry.ref = weakref.ref(obj, dead)
+        ref = _TrackedRef(obj, _on_death)
+        ref.recorder, ref.entry, ref.dead_kind = self, entry, dead_kind
+        entry.ref = ref
         registry[entry.key] = entry
         return entry
 
@@ -307,16 +338,72 @@ class RecorderCore(TensorNames):
 
     # --- common fields --------------------------------------------------------------------------
 
+    # Note [Recorder fast paths]
+    # ~~~~~~~~~~~~~~~~~~~~~~~~~~
+    # Every event carries the ``src`` of the innermost frame running a recorded file, and every
+    # tensor the top-level statement of its creation (Note [Final events]); both come from walks
+    # up the stack, the recorder's largest per-event costs. What lets them be cut short, and
+    # the other fast paths of the per-event work, each with what it relies on:
+    #
+    # - One walk per emission, from the emitter. ``where()`` is the same for every event made
+    #   while one emission is handled (the events a handler makes for what it refers to, the
+    #   tensor_new of a flush, the deaths queued meanwhile): the frames below the recorder's are
+    #   the emitter's, which waits, and the recorder's own frames (``engine/trace``) are never
+    #   in a recorded file. So the walk starts at the frame that called ``_receive``
+    #   (``_start``), not at ``where()``'s caller, and its answer (``_here``) serves the whole
+    #   emission; both are dropped when ``_receive`` returns, since a frame held any longer
+    #   would keep its variables, and with them tensors, alive.
+    # - The anchor. The frame that entered the ``with`` block (``anchor``, from
+    #   ``_Recording.__enter__``) stays on the stack while the block runs, and the frames below
+    #   a frame on the stack never change; so which of them is the outermost recorded frame is
+    #   found once, and ``statement()`` stops its walk down at the anchor. It relies on meeting
+    #   the anchor frame object itself, held by the recorder until ``close``: a frame that has
+    #   returned is never met again, so its walks then run to the bottom as before (but its
+    #   variables live until ``close``: only a block entered by calling ``__enter__`` from a
+    #   function that returns first would see that). A generator's frame (a ``with`` block
+    #   inside a generator) moves between stacks, so it is no anchor.
+    # - The common fields of an event are made in one dict display, the memory counters read
+    #   directly; each recorder class looks its handlers up by kind once (``_handlers``).
+    # - ``track`` gives each weak reference its recorder, entry and kind as attributes
+    #   (``_TrackedRef``) and one function as callback, instead of a new closure per tracked
+    #   object: fewer objects made, and fewer for the cyclic garbage collector to visit.
+    # - Naming: see Note [Naming fast paths] in ``_names.py``.
+    #
+    # The goldens (``tests/golden``) and the torch backend's tests pin every event these touch.
+
+    def anchor(self, frame: FrameType | None) -> None:
+        """The frame that entered the ``with`` block; see Note [Recorder fast paths]."""
+        if frame is None or frame.f_code.co_flags & _RESUMABLE:
+            return
+        outer = None
+        f: FrameType | None = frame
+        while f is not None:
+            if f.f_code.co_filename in self._files:
+                outer = f
+            f = f.f_back
+        self._anchor, self._anchor_outer = frame, outer
+
     def where(self) -> tuple[FrameType | None, dict[str, Any] | None]:
         """The innermost Python frame running a recorded source file, and its ``src``."""
-        f: FrameType | None = sys._getframe(1)
+        if self._busy:
+            here = self._here
+            if here is None:
+                here = self._here = self._walk(self._start)
+        else:
+            here = self._walk(sys._getframe(1))
+        frame, name, line = here
+        # A new dict each time: events never share a ``src``.
+        return (None, None) if frame is None else (frame, {"file": name, "line": line})
+
+    def _walk(self, f: FrameType | None) -> tuple[FrameType | None, str, int]:
+        """The first frame from ``f`` down that runs a recorded file, its file's name and line."""
         files = self._files
         while f is not None:
             name = files.get(f.f_code.co_filename)
             if name is not None:
-                return f, {"file": name, "line": f.f_lineno}
+                return f, name, f.f_lineno
             f = f.f_back
-        return None, None
+        return None, "", 0
 
     def phase(self) -> str:
         # A recomputation wins over the backward that triggered it.
@@ -366,29 +453,40 @@ class RecorderCore(TensorNames):
         gid: Any = ...,
     ) -> Event:
         """Emit one event: the common fields (seq, t_ns, phase, gid, src, mem) and ``fields``."""
+        events = self.events
+        seq = len(events)
         if self.truncated:
             # Past the event limit (one engine call may emit several events): not recorded, so
             # a truncated trace holds exactly ``limit`` events.
-            return {"seq": len(self.events), "kind": kind, **fields}
+            return {"seq": seq, "kind": kind, **fields}
         frame = None
         if src is ...:
             frame, src = self.where()
+        # One dict display (Note [Recorder fast paths]); a key of ``fields`` that is a common
+        # field keeps the common field's place, as ``dict.update`` would.
         event: Event = {
-            "seq": len(self.events),
+            "seq": seq,
             "kind": kind,
             "t_ns": time.monotonic_ns() - self._t0,
             "phase": phase or self.phase(),
             "gid": self.gid() if gid is ... else gid,
             "src": src,
+            **fields,
+            "mem": {"live": self.live.total, "saved": self.saved.total, "recomputed": self.recomputed.total},
         }
-        event.update(fields)
-        event["mem"] = self.mem()
-        self.events.append(event)
-        if frame is not None and self._unnamed:
-            self._resolve_names(frame)
-        # A tensor_new joins ``_unnamed`` once this returns: it is not final yet.
-        self._update_final(event["seq"] if kind == "tensor_new" else len(self.events))
-        if self._limit is not None and len(self.events) >= self._limit:
+        events.append(event)
+        unnamed = self._unnamed
+        if frame is not None and unnamed:
+            self._resolve_names(frame, src["line"])
+        # A tensor_new joins ``_unnamed`` once this returns: it is not final yet. See
+        # Note [Final events]; this is ``_update_final``, inlined.
+        limit = seq if kind == "tensor_new" else seq + 1
+        if unnamed:
+            oldest = next(iter(unnamed.values())).event  # dicts keep emission order
+            if oldest is not None and oldest["seq"] < limit:
+                limit = oldest["seq"]
+        self._final = limit
+        if self._limit is not None and seq + 1 >= self._limit:
             self.truncated = True
         return event
 
@@ -399,7 +497,8 @@ class RecorderCore(TensorNames):
         entry = TensorEntry()
         entry.key = id(t)
         frame, entry.src = self.where()
-        entry.stmt = self.statement(frame)[0]
+        if frame is not None:  # no recorded frame: no statement either
+            entry.stmt = self.statement(frame)[0]
         entry.phase, entry.gid = self.phase(), self.gid()
         return self.track(self._tensors, t, entry, "tensor_free")
 
@@ -643,6 +742,7 @@ class RecorderCore(TensorNames):
             registry.clear()
         self._pending.clear()
         self._unnamed.clear()
+        self._anchor = self._anchor_outer = None
         self._final = len(self.events)
         self._modules_seen.clear()
         self._deferred.clear()

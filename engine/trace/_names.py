@@ -60,6 +60,8 @@ class TensorNames:
     _Tensor: Any
     _Module: Any
     _n_tensors: int
+    _anchor: FrameType | None
+    _anchor_outer: FrameType | None
 
     def __init__(self) -> None:
         # tensors alive and not yet named, by id()
@@ -68,19 +70,25 @@ class TensorNames:
         self._last_scan = (0, 0, 0)  # (frame, line, tensors made) at the last variables scan
         self._statement: Statement = None  # the top-level statement of the last scan
         self._final = 0  # see the ``final`` property
+        self._flat_types: set[type] = set()  # see Note [Naming fast paths]
 
     def statement(self, frame: FrameType | None) -> tuple[Statement, FrameType | None]:
         """The top-level statement running: the outermost recorded frame above ``frame`` (the
         innermost one, from ``where()``) and its line. See Note [Final events]."""
         outer = None
-        files = self._files
+        files, anchor = self._files, self._anchor
         while frame is not None:
+            if frame is anchor:
+                # The frames below never change: their outermost recorded one was found once.
+                # See Note [Recorder fast paths] in _core.py.
+                outer = self._anchor_outer or outer
+                break
             if frame.f_code.co_filename in files:
                 outer = frame
             frame = frame.f_back
         return (None, None) if outer is None else ((id(outer), outer.f_lineno), outer)
 
-    def _resolve_names(self, frame: FrameType) -> None:
+    def _resolve_names(self, frame: FrameType, line: int) -> None:
         """Name tensors after the variables of ``frame`` (a recorded file's) that hold them.
 
         Called on every event while some tensor is unnamed: an assignment ``y = x.sin()`` binds
@@ -88,10 +96,11 @@ class TensorNames:
         tensor is seen under wins (a tensor made in a function keeps the name it had there). The
         file's global variables come first, so a model's parameters are named from the model
         variable (``m.blocks.0.net.0.weight``), not from a loop variable inside its methods.
+        ``line`` is the frame's current line (``where()`` has just read it).
         """
         # Within one line, a variable can only have been bound to a new tensor if tensors were
         # made since the last scan (``h = blk(h)`` in a one-line loop); skip the other events.
-        here = (id(frame), frame.f_lineno, self._n_tensors)
+        here = (id(frame), line, self._n_tensors)
         if here == self._last_scan:
             return
         self._last_scan = here
@@ -118,13 +127,41 @@ class TensorNames:
         filled in. Read from other threads (an int). See Note [Final events]."""
         return self._final
 
-    def _update_final(self, limit: int) -> None:
-        oldest = next(iter(self._unnamed.values()), None)  # dicts keep emission order
-        if oldest is not None and oldest.event is not None:
-            limit = min(limit, oldest.event["seq"])
-        self._final = limit
+    # Note [Naming fast paths]
+    # ~~~~~~~~~~~~~~~~~~~~~~~~
+    # A scan of a scope (``_name_from``) changes something only if one of its values is an
+    # unnamed tensor, or a list, tuple or module to look inside (its elements, its parameters).
+    # Most scans find neither (the variables of a loop that binds its result a line later, a
+    # module's globals full of functions and imports), so before the loop that names, two
+    # checks made at C speed tell whether it can do anything:
+    #
+    # - no value's ``id()`` is the key of an unnamed tensor (``_unnamed`` is keyed by ``id()``;
+    #   a live object's ``id()`` is unique, so a tensor that is not among the keys is named or
+    #   not the recorder's to name);
+    # - every value's type is one not to look inside: not a list, a tuple or a module class
+    #   (``_flat_types``: the types found so, one ``issubclass`` each the first time it is seen;
+    #   a value's type decides what the loop does with it, which holds as long as no object
+    #   lies about its class).
+    #
+    # When both hold the loop would set no name and see no new module: it is skipped.
+
+    def _nothing_to_name(self, values: list[Any]) -> bool:
+        """True if a scan of these values cannot name anything; see Note [Naming fast paths]."""
+        if not self._unnamed.keys().isdisjoint(map(id, values)):
+            return False
+        types = set(map(type, values))
+        flat = self._flat_types
+        if types <= flat:
+            return True
+        for tp in types - flat:
+            if tp is list or tp is tuple or issubclass(tp, self._Module):
+                return False
+            flat.add(tp)
+        return True
 
     def _name_from(self, scope: dict[str, Any]) -> None:
+        if self._nothing_to_name(list(scope.values())):
+            return
         tensor, module, unnamed = self._Tensor, self._Module, self._unnamed
         for name, value in list(scope.items()):
             if isinstance(value, tensor):

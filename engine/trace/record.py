@@ -120,6 +120,7 @@ class _Recording:
         if emit.enabled or _active:
             raise RuntimeError("engine.trace.record() calls cannot be nested: a recording is already active")
         recorder = self._make_recorder()
+        recorder.anchor(sys._getframe(1))  # the ``with`` block's frame (Note [Recorder fast paths])
         self.trace._recorder = recorder
         if self.max_events is not None:
             self.trace.set_event_limit(self.max_events)
