@@ -49,6 +49,7 @@ class Settings:
     keep_runs: int = 0  # 0: keep every run
     batch_events: int = 500
     reuse_runs: bool = True  # Note [Reusing a run] in app/store.py
+    access_log: bool = True  # uvicorn's line per request on stderr (off for a class: docs/api.md)
     limits: Limits = field(default_factory=Limits)
     templates_dir: Path = PROJECT_ROOT / "templates"
     static_dir: Path = PROJECT_ROOT / "static"
@@ -104,6 +105,7 @@ class Settings:
             "keep_runs": get("KEEP_RUNS", int, defaults.keep_runs),
             "batch_events": get("BATCH_EVENTS", int, defaults.batch_events),
             "reuse_runs": get("REUSE_RUNS", _flag, defaults.reuse_runs),
+            "access_log": get("ACCESS_LOG", _flag, defaults.access_log),
             "limits": Limits(**limit_values),
         }
         values.update(overrides)

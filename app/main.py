@@ -233,6 +233,7 @@ def serve(host: str | None = None, port: int | None = None, settings: Settings |
         workers=1,
         # An open event stream of a run that never finishes would hold a shutdown for ever.
         timeout_graceful_shutdown=3,
+        access_log=settings.access_log,
     )
 
 

@@ -85,6 +85,13 @@ def test_the_reuse_flag_comes_from_the_environment() -> None:
         Settings.from_env({"AUTOGRAD_LENS_REUSE_RUNS": "maybe"})
 
 
+def test_the_access_log_flag_comes_from_the_environment() -> None:
+    assert Settings().access_log is True
+    assert Settings.from_env({"AUTOGRAD_LENS_ACCESS_LOG": "0"}).access_log is False
+    with pytest.raises(ValueError, match="AUTOGRAD_LENS_ACCESS_LOG='loud' is not valid"):
+        Settings.from_env({"AUTOGRAD_LENS_ACCESS_LOG": "loud"})
+
+
 def test_concurrent_requests_make_one_run(client: TestClient) -> None:
     runs = manager(client)
     ids: list[str] = []
