@@ -244,8 +244,15 @@ def run_in_worker(
             timed_out = True
             _kill(proc)
             proc.wait()
+        # The readers end at the pipes' end of file, once the worker is gone; read_stdout also
+        # stores each batch (on_events), which takes a while on a loaded machine: wait for it, or
+        # the answer below would be built while batches are still arriving. Only something else
+        # holding the pipes open (nothing the sandbox lets a scenario start) would keep them.
         for t in readers:
-            t.join(timeout=5)
+            t.join(timeout=60)
+            if t.is_alive():
+                _kill(proc)
+                t.join(timeout=5)
         for pipe in (proc.stdout, proc.stderr):
             if pipe is not None:
                 pipe.close()

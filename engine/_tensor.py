@@ -9,6 +9,7 @@ the shared version counter, view information, and tensor hooks.
 
 from __future__ import annotations
 
+import operator
 import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -100,6 +101,28 @@ class _ViewInfo:
         self.view_fn = view_fn
 
 
+# Note [Undeletable attributes]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# PyTorch refuses ``del t._grad_fn`` and ``del t._backward_hooks`` (C++ fields) with its own
+# messages. A ``__delattr__`` on Tensor could say so, but CPython routes attribute *stores*
+# through the same type slot as deletions: with ``__delattr__`` defined, every ``t.x = v`` on a
+# tensor takes a generic path about eight times slower than a plain slot store, and making a
+# tensor stores fourteen attributes (``_init_tensor``), on the path of every op. So these two
+# attributes are properties over the slots ``_grad_fn_`` and ``_backward_hooks_`` whose deleter
+# raises PyTorch's message; reading one is a C-level ``attrgetter``, and ``_init_tensor`` sets
+# the slots directly. Every other attribute is a plain slot, deleted the ordinary way.
+
+
+def _undeletable(slot: str, message: str) -> property:
+    def fset(self: Tensor, value: Any) -> None:
+        setattr(self, slot, value)
+
+    def fdel(self: Tensor) -> None:
+        raise RuntimeError(message)
+
+    return property(operator.attrgetter(slot), fset, fdel)
+
+
 class Tensor:
     """A multi-dimensional array that records the operations applied to it.
 
@@ -116,12 +139,12 @@ class Tensor:
     __slots__ = (
         "__dict__",
         "__weakref__",
-        "_backward_hooks",
+        "_backward_hooks_",
         "_data",
         "_dtype",
         "_grad",
         "_grad_accumulator",
-        "_grad_fn",
+        "_grad_fn_",
         "_inference",
         "_output_nr",
         "_post_accumulate_grad_hooks",
@@ -135,17 +158,24 @@ class Tensor:
     _data: np.ndarray
     _dtype: dtype
     _grad: Tensor | None
-    _grad_fn: Node | None
     _output_nr: int
     _requires_grad: bool
     _version_counter: _VersionCounter
     _grad_accumulator: weakref.ref[AccumulateGrad] | None
     _view: _ViewInfo | None
-    _backward_hooks: dict[int, Callable[..., Any]] | None
     _post_accumulate_grad_hooks: dict[int, Callable[..., Any]] | None
     _retains_grad: bool
     _wrapped_number: bool
     _inference: bool
+    # See Note [Undeletable attributes]: the two slots behind ``_grad_fn`` and ``_backward_hooks``.
+    _grad_fn_: Node | None
+    _backward_hooks_: dict[int, Callable[..., Any]] | None
+    if TYPE_CHECKING:
+        _grad_fn: Node | None
+        _backward_hooks: dict[int, Callable[..., Any]] | None
+    else:
+        _grad_fn = _undeletable("_grad_fn_", "Deletion of _grad_fn not allowed. Detach tensor instead!")
+        _backward_hooks = _undeletable("_backward_hooks_", "Deletion of _backwards_hooks not allowed!")
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         # ``engine.Tensor([1, 2])`` builds a float tensor from data; ``engine.Tensor(2, 3)``
@@ -317,7 +347,7 @@ class Tensor:
         # in no_grad mode (it has no grad_fn, but in-place ops on it must still be checked).
         return (
             self._requires_grad
-            or self._grad_fn is not None
+            or self._grad_fn_ is not None  # _grad_fn's slot, read directly: it is on every op's path
             or (self._view is not None and self._view.base.requires_grad)
         )
 
@@ -363,11 +393,13 @@ class Tensor:
 
     @property
     def is_leaf(self) -> bool:
-        return self._grad_fn is None and self._view_grad_fn() is None
+        # Only a view's grad_fn can change on reading it (_view_grad_fn); _grad_fn's slot is read
+        # directly, as in requires_grad.
+        return self._grad_fn_ is None and (self._view is None or self._view_grad_fn() is None)
 
     @property
     def grad_fn(self) -> Node | None:
-        return self._view_grad_fn() if self._view is not None else self._grad_fn
+        return self._view_grad_fn() if self._view is not None else self._grad_fn_
 
     def _view_grad_fn(self) -> Node | None:
         # A view whose base (or a sibling view) was modified in place since its grad_fn was
@@ -472,15 +504,6 @@ class Tensor:
     def data(self) -> None:
         raise RuntimeError("Deleting tensor data is not allowed. Delete tensor instead!")
 
-    def __delattr__(self, name: str) -> None:
-        # The C++ attributes PyTorch refuses to delete (``_grad_fn``, ``_backward_hooks``) are
-        # plain slots here: refuse them with PyTorch's messages.
-        if name == "_grad_fn":
-            raise RuntimeError("Deletion of _grad_fn not allowed. Detach tensor instead!")
-        if name == "_backward_hooks":
-            raise RuntimeError("Deletion of _backwards_hooks not allowed!")
-        object.__delattr__(self, name)
-
     @property
     def T(self) -> Tensor:  # noqa: N802
         return self.permute(*reversed(range(self.ndim)))
@@ -536,15 +559,16 @@ class Tensor:
 
 def _init_tensor(t: Tensor, data: np.ndarray, wrapped_number: bool = False) -> None:
     t._data = data
-    t._dtype = _dtype.from_numpy(data.dtype)
+    # The common case is one dict lookup; from_numpy also normalises and names unsupported dtypes.
+    t._dtype = _dtype._BY_NUMPY.get(data.dtype) or _dtype.from_numpy(data.dtype)
     t._grad = None
-    t._grad_fn = None
+    t._grad_fn_ = None  # the slot behind _grad_fn: Note [Undeletable attributes]
     t._output_nr = 0
     t._requires_grad = False
     t._version_counter = _VersionCounter()
     t._grad_accumulator = None
     t._view = None
-    t._backward_hooks = None
+    t._backward_hooks_ = None
     t._post_accumulate_grad_hooks = None
     t._retains_grad = False
     t._wrapped_number = wrapped_number

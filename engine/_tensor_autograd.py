@@ -68,7 +68,7 @@ def _retain_grad(self: Tensor) -> None:
 
     fn = self.grad_fn
     assert fn is not None
-    fn._retains_grad_hooks[self._output_nr] = retain_grad_hook
+    fn._own("_retains_grad_hooks")[self._output_nr] = retain_grad_hook
     self._retains_grad = True
 
 

@@ -214,9 +214,10 @@ def move_tensor_hooks(t: Tensor, old_fn: Node | None, new_fn: Node | None) -> No
     if t._backward_hooks is not None:
         t._backward_hooks = None
     if old_fn is not None and new_fn is not None:
-        hook = old_fn._retains_grad_hooks.pop(t._output_nr, None)
+        hook = old_fn._retains_grad_hooks.get(t._output_nr)
         if hook is not None:
-            new_fn._retains_grad_hooks[t._output_nr] = hook
+            del old_fn._retains_grad_hooks[t._output_nr]
+            new_fn._own("_retains_grad_hooks")[t._output_nr] = hook
 
 
 def regenerate_view_grad_fn(t: Tensor) -> None:

@@ -176,7 +176,7 @@ class Engine:
     ) -> list[Tensor | None]:
         """Run backward from ``roots``. With ``outputs`` (``grad()``/``inputs=``), only the part
         of the graph leading to them runs, and their gradients are captured and returned."""
-        grads = validate_outputs(roots, list(grads), lambda msg: msg)
+        grads = validate_outputs(roots, list(grads))
         if create_graph and accumulate_grad:
             # PyTorch's TORCH_WARN_ONCE: once per process, every time with set_warn_always(True).
             warn_once("create_graph_cycle", CREATE_GRAPH_CYCLE_WARNING, UserWarning, stacklevel=4)
@@ -386,38 +386,65 @@ def init_to_execute(task: GraphTask, root: Node, outputs: Sequence[Edge], accumu
 
 
 def thread_main(task: GraphTask, queue: ReadyQueue) -> None:
-    while not task.completed:
-        if not queue.heap:
-            raise RuntimeError("engine: ready queue empty before the graph task completed")
-        node_task, node, buffer = queue.pop()
-        if node_task.has_error:
-            # Left behind by a backward that failed (PyTorch skips them as they come up rather
-            # than removing them, which keeps the heap, and so the order of the rest, intact).
-            continue
-        prev, prev_grad_mode, prev_node = _tls.graph_task, _tls.grad_enabled, _tls.current_node
-        prev_hooks, prev_disabled = _tls.saved_tensors_hooks, _tls.saved_tensors_hooks_disabled
-        _tls.graph_task, _tls.current_node = node_task, node
-        # See Note [Grad mode in backward] and Note [Saved-tensor hooks in backward].
-        _tls.grad_enabled = node_task.create_graph
-        _tls.saved_tensors_hooks = list(node_task.saved_tensors_hooks)
-        _tls.saved_tensors_hooks_disabled = node_task.saved_tensors_hooks_disabled
-        try:
-            evaluate_function(node_task, node, buffer, queue)
-        except BaseException as e:
-            _tls.graph_task, _tls.grad_enabled, _tls.current_node = prev, prev_grad_mode, prev_node
-            _tls.saved_tensors_hooks, _tls.saved_tensors_hooks_disabled = prev_hooks, prev_disabled
-            node_task.has_error = True
-            node_task.completed = True
-            if _anomaly_enabled[0] and not getattr(e, "_anomaly_reported", False):
-                from engine.autograd.anomaly_mode import report_failure
+    # See Note [Thread-local state around nodes].
+    caller = (
+        _tls.graph_task,
+        _tls.grad_enabled,
+        _tls.current_node,
+        _tls.saved_tensors_hooks,
+        _tls.saved_tensors_hooks_disabled,
+    )
+    try:
+        while not task.completed:
+            if not queue.heap:
+                raise RuntimeError("engine: ready queue empty before the graph task completed")
+            node_task, node, buffer = queue.pop()
+            if node_task.has_error:
+                # Left behind by a backward that failed (PyTorch skips them as they come up rather
+                # than removing them, which keeps the heap, and so the order of the rest, intact).
+                continue
+            _tls.graph_task, _tls.current_node = node_task, node
+            # See Note [Grad mode in backward] and Note [Saved-tensor hooks in backward].
+            _tls.grad_enabled = node_task.create_graph
+            _tls.saved_tensors_hooks = list(node_task.saved_tensors_hooks)
+            _tls.saved_tensors_hooks_disabled = node_task.saved_tensors_hooks_disabled
+            try:
+                evaluate_function(node_task, node, buffer, queue)
+            except BaseException as e:
+                _restore_tls(caller)
+                node_task.has_error = True
+                node_task.completed = True
+                if _anomaly_enabled[0] and not getattr(e, "_anomaly_reported", False):
+                    from engine.autograd.anomaly_mode import report_failure
 
-                report_failure(node, e)
-            raise
-        _tls.graph_task, _tls.grad_enabled, _tls.current_node = prev, prev_grad_mode, prev_node
-        _tls.saved_tensors_hooks, _tls.saved_tensors_hooks_disabled = prev_hooks, prev_disabled
-        node_task.outstanding_tasks -= 1
-        if node_task.outstanding_tasks == 0:
-            _finish(node_task)
+                    report_failure(node, e)
+                raise
+            node_task.outstanding_tasks -= 1
+            if node_task.outstanding_tasks == 0:
+                _restore_tls(caller)
+                _finish(node_task)
+    finally:
+        _restore_tls(caller)
+
+
+# Note [Thread-local state around nodes]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Each node runs with its task's state (graph task, current node, grad mode, a fresh copy of the
+# saved-tensor hooks stack), set right before it runs, whatever the node before it left behind;
+# the caller's state is back whenever anything else runs: the final callbacks (``_finish``), an
+# error leaving the loop, and the return. Nothing runs between two nodes but the queue's own
+# bookkeeping, which reads no thread-local state, so the caller's state is read once per
+# backward and put back at those points, rather than saved and restored around every node.
+
+
+def _restore_tls(state: tuple[Any, ...]) -> None:
+    (
+        _tls.graph_task,
+        _tls.grad_enabled,
+        _tls.current_node,
+        _tls.saved_tensors_hooks,
+        _tls.saved_tensors_hooks_disabled,
+    ) = state
 
 
 def _finish(task: GraphTask) -> None:
@@ -463,24 +490,24 @@ def evaluate_function(task: GraphTask, fn: Node, buffer: list[Tensor | None], qu
         from engine.autograd.anomaly_mode import check_nan
 
         check_nan(fn, outputs)
+    deps, not_ready_buffers, exec_info = task.dependencies, task.not_ready, task.exec_info
     for i, (nxt, input_nr) in enumerate(fn._next_edges):
         if nxt is None:
             continue
-        deps = task.dependencies
         count = deps[nxt] - 1
         is_ready = count == 0
         if is_ready:
             del deps[nxt]
         else:
             deps[nxt] = count
-        not_ready = task.not_ready.get(nxt)
+        not_ready = not_ready_buffers.get(nxt)
         if not_ready is None:
-            if task.exec_info:
-                nxt_info = task.exec_info.get(nxt)
+            if exec_info:
+                nxt_info = exec_info.get(nxt)
                 if nxt_info is None or not nxt_info.should_execute():
                     continue
-            nb: list[Tensor | None] = [None] * nxt.num_inputs()
-            _buffer_add(nb, input_nr, outputs[i])
+            nb: list[Tensor | None] = [None] * len(nxt._input_metadata)  # nxt.num_inputs()
+            nb[input_nr] = outputs[i]  # _buffer_add into an empty buffer
             if is_ready:
                 queue.push(task, nxt, nb)
             else:
@@ -555,8 +582,11 @@ def call_post_hooks(
 
 def call_function(task: GraphTask, fn: Node, inputs: list[Tensor | None]) -> list[Tensor | None]:
     buffer = inputs
-    inputs = call_tensor_pre_hooks(fn, inputs)
-    inputs = call_pre_hooks(fn, inputs)
+    # See Note [No hooks, no hook calls].
+    if fn._tensor_pre_hooks or fn._retains_grad_hooks:
+        inputs = call_tensor_pre_hooks(fn, inputs)
+    if fn._pre_hooks:
+        inputs = call_pre_hooks(fn, inputs)
     if not task.keep_graph:
         fn.will_release_variables()
     args = list(inputs)
@@ -570,14 +600,20 @@ def call_function(task: GraphTask, fn: Node, inputs: list[Tensor | None]) -> lis
         del g
     outputs = fn._apply(args)
     del args
-    outputs = validate_outputs(
-        fn._next_edges,
-        outputs,
-        lambda msg: f"Function {fn.name()} returned an {msg}",
-    )
+    outputs = validate_outputs(fn._next_edges, outputs, fn)
     if fn._post_hooks:
         outputs = call_post_hooks(fn, outputs, inputs)
     return outputs
+
+
+# Note [No hooks, no hook calls]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Almost no node has hooks, and each hook caller copies what it iterates (a hook may remove
+# itself) and rebuilds the gradients as a tuple and back. So call_function tests the node's hook
+# containers first and calls a caller only when one is non-empty: the callers return their input
+# list itself when nothing ran, so skipping them changes nothing, only the copies are saved. The
+# containers are the node's own (``_tensor_pre_hooks`` is AccumulateGrad's property reading its
+# leaf, an empty list without hooks), so the test sees a hook registered by an earlier hook.
 
 
 def _hook_name(hook: Any) -> str:
@@ -618,14 +654,15 @@ def _type_string(t: Tensor) -> str:
 
 
 def validate_outputs(
-    edges: Sequence[Edge], grads: list[Tensor | None], format_error: Callable[[str], str]
+    edges: Sequence[Edge], grads: list[Tensor | None], producer: Node | None = None
 ) -> list[Tensor | None]:
     """Check each gradient against what its receiving node expects; sum a broadcast gradient
     down to the input's shape and cast it to the input's dtype (so formulas never handle
-    broadcasting themselves: see ``InputMetadata``)."""
+    broadcasting themselves: see ``InputMetadata``). ``producer``: the node that returned them,
+    named in the error messages (none for the gradients given to backward() itself)."""
     if len(grads) != len(edges):
         raise RuntimeError(
-            format_error(f"invalid number of gradients - expected {len(edges)}, but got {len(grads)}")
+            _returned(producer, f"invalid number of gradients - expected {len(edges)}, but got {len(grads)}")
         )
     for i, (fn, input_nr) in enumerate(edges):
         grad = grads[i]
@@ -639,23 +676,28 @@ def validate_outputs(
                 grad = grad.sum_to_size(meta.shape)
             else:
                 raise RuntimeError(
-                    format_error(
+                    _returned(
+                        producer,
                         f"invalid gradient at index {i} - got {list(grad.shape)} but expected "
-                        f"shape compatible with {list(meta.shape)}"
+                        f"shape compatible with {list(meta.shape)}",
                     )
                 )
-        # A complex gradient for a real input is an error: formulas take the real part themselves
-        # where PyTorch's do (derivatives.yaml's handle_r_to_c).
-        if not grad._dtype.is_floating_point and meta.dtype.is_complex != grad._dtype.is_complex:
-            raise RuntimeError(
-                "Expected isFloatingType(grad.scalar_type()) || (input_is_complex == grad_is_complex) to be "
-                "true, but got false.  (Could this error message be improved?  If so, please report an "
-                "enhancement request to PyTorch.)"
-            )
-        if grad._dtype is not meta.dtype:
+        if grad._dtype is not meta.dtype:  # else neither check below can fail: nothing to cast
+            # A complex gradient for a real input is an error: formulas take the real part
+            # themselves where PyTorch's do (derivatives.yaml's handle_r_to_c).
+            if not grad._dtype.is_floating_point and meta.dtype.is_complex != grad._dtype.is_complex:
+                raise RuntimeError(
+                    "Expected isFloatingType(grad.scalar_type()) || (input_is_complex == grad_is_complex) to "
+                    "be true, but got false.  (Could this error message be improved?  If so, please report "
+                    "an enhancement request to PyTorch.)"
+                )
             grad = grad.to(meta.dtype)
         grads[i] = grad
     return grads
+
+
+def _returned(producer: Node | None, msg: str) -> str:
+    return msg if producer is None else f"Function {producer.name()} returned an {msg}"
 
 
 def _is_expandable_to(shape: tuple[int, ...], desired: tuple[int, ...]) -> bool:

@@ -7,7 +7,8 @@ will find the same pieces here under the same names.
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from types import MappingProxyType
 from typing import Any, ClassVar
 
 from engine._C import _tls
@@ -76,9 +77,13 @@ class InputMetadata:
 # A graph of 100,000+ nodes (a long chain) lives in memory at once, and Python's cyclic garbage
 # collector re-scans every container object of it in each full collection: its cost grows with
 # the number of objects per node, not only with their size. So a node allocates only what it
-# needs: InputMetadata is immutable and shared per (shape, dtype), and the list of tensor
-# pre-hooks is created by the first hook registered (a shared empty tuple until then).
+# needs: InputMetadata is immutable and shared per (shape, dtype), the list of tensor pre-hooks
+# is created by the first hook registered (a shared empty tuple until then), and so are the
+# dicts of node hooks, retain_grad hooks and saved non-tensor values (a shared read-only empty
+# mapping until then, so a write that forgot ``Node._own`` fails instead of sharing an entry).
+# Making a node is then also cheaper: it is on the path of every differentiable op.
 _input_metadata_cache: dict[tuple[tuple[int, ...], Any], InputMetadata] = {}
+_NOTHING: Mapping[Any, Any] = MappingProxyType({})
 
 
 class Node:
@@ -90,32 +95,46 @@ class Node:
     """
 
     _node_name: ClassVar[str | None] = None
+    # Tensor hooks of the outputs, in registration order: (output_nr, the tensor's own ordered
+    # hook dict, shared with the tensor). A list, not a dict by output_nr: two tensor objects can
+    # stand for the same output (a saved output unpacked), each with its hooks. The class's empty
+    # tuple until the first one (Note [Objects per node]).
     _tensor_pre_hooks: list[tuple[int, dict[int, Callable[..., Any]]]] | tuple[()] = ()
+    # Node pre-hooks, post-hooks and retain_grad hooks, by handle id; the saved tensors and the
+    # non-tensor values the formulas use (``dim``), by name. Each is the class's read-only empty
+    # mapping until the node's first entry (Note [Objects per node]): ``_own`` gives the node a
+    # dict of its own before a write.
+    _pre_hooks: dict[int, Callable[..., Any]] = _NOTHING  # type: ignore[assignment]
+    _post_hooks: dict[int, Callable[..., Any]] = _NOTHING  # type: ignore[assignment]
+    _retains_grad_hooks: dict[int, Callable[..., Any]] = _NOTHING  # type: ignore[assignment]
+    _saved: dict[str, SavedVariable] = _NOTHING  # type: ignore[assignment]
+    _saved_attrs: dict[str, Any] = _NOTHING  # type: ignore[assignment]
+    _metadata: dict[str, Any] | None = None
+    _anomaly_trace: list[str] | None = None
+    _anomaly_parent: Node | None = None
 
     def __init__(self, sequence_nr: int | None = None) -> None:
         # See Note [sequence_nr] in engine/_C.py.
         if sequence_nr is None:
             sequence_nr = _tls.sequence_nr
-            _tls.sequence_nr += 1
+            _tls.sequence_nr = sequence_nr + 1
         self._seq_nr = sequence_nr
         self._next_edges: list[Edge] = []
         self._input_metadata: list[InputMetadata] = []
-        self._pre_hooks: dict[int, Callable[..., Any]] = {}
-        self._post_hooks: dict[int, Callable[..., Any]] = {}
-        # Tensor hooks of the outputs, in registration order: (output_nr, the tensor's own
-        # ordered hook dict, shared with the tensor). A list, not a dict by output_nr: two tensor
-        # objects can stand for the same output (a saved output unpacked), each with its hooks.
-        # The class's empty tuple until the first one (Note [Objects per node]).
-        self._retains_grad_hooks: dict[int, Callable[..., Any]] = {}
-        self._metadata: dict[str, Any] | None = None
-        self._saved: dict[str, SavedVariable] = {}
-        self._saved_attrs: dict[str, Any] = {}
-        self._anomaly_trace: list[str] | None = None
-        self._anomaly_parent: Node | None = None
         if _anomaly_enabled[0]:
             from engine.autograd.anomaly_mode import record_forward_trace
 
             record_forward_trace(self)
+
+    def _own(self, name: str) -> dict[Any, Any]:
+        """The node's own dict ``name`` (one of the mappings above), made at its first write."""
+        # Compared with the class's mapping rather than looked up in ``self.__dict__``: reading
+        # ``__dict__`` would make CPython build the instance's dict object, one more per node.
+        d: dict[Any, Any] = getattr(self, name)
+        if d is _NOTHING:
+            d = {}
+            setattr(self, name, d)
+        return d
 
     # --- the graph ----------------------------------------------------------------------------
 
@@ -198,16 +217,16 @@ class Node:
 
     def register_hook(self, fn: Callable[..., Any]) -> RemovableHandle:
         """``fn(grad_inputs, grad_outputs)`` runs after this node; may return new grad_inputs."""
-        return RemovableHandle.add(self._post_hooks, fn)
+        return RemovableHandle.add(self._own("_post_hooks"), fn)
 
     def register_prehook(self, fn: Callable[..., Any]) -> RemovableHandle:
         """``fn(grad_outputs)`` runs before this node; may return new grad_outputs."""
-        return RemovableHandle.add(self._pre_hooks, fn)
+        return RemovableHandle.add(self._own("_pre_hooks"), fn)
 
     # --- saved tensors ------------------------------------------------------------------------
 
     def save(self, name: str, t: Tensor | None, is_output: bool = False) -> None:
-        self._saved[name] = SavedVariable(t, is_output, saved_for=self, slot=name)
+        self._own("_saved")[name] = SavedVariable(t, is_output, saved_for=self, slot=name)
 
     def __getattr__(self, name: str) -> Any:
         # ``_saved_self`` / ``_raw_saved_self``: PyTorch's generated accessors. A tensor the op can
@@ -371,7 +390,7 @@ def grad_accumulator(t: Tensor) -> AccumulateGrad | None:
 
 def gradient_edge(t: Tensor) -> Edge:
     """Where the gradient of ``t`` goes: its grad_fn, its AccumulateGrad, or nowhere."""
-    fn = t.grad_fn
+    fn = t._grad_fn if t._view is None else t.grad_fn  # only a view's grad_fn may need rebuilding
     if fn is not None:
         return (fn, t._output_nr)
     return (grad_accumulator(t), 0)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from engine._C import _tls
 from engine._tensor import Tensor
 from engine.autograd.graph import Node, SavedVariable, collect_next_edges
-from engine.ops._kernel import _inplace_or_view
+from engine.ops._kernel import _inplace_or_view, _run_kernel
 from engine.trace import emit
 
 if TYPE_CHECKING:
@@ -36,11 +36,13 @@ if TYPE_CHECKING:
 
 
 def _autograd_call(op: Op, bound: dict[str, Any]) -> Any:
+    if not _tls.grad_enabled and op._plain and not emit.enabled and not _tls.dispatch_modes:
+        return _run_kernel(op, bound)  # See Note [Layers with nothing to do]
     inputs = _differentiable_inputs(op, bound)
     requires_grad = (
-        _tls.grad_enabled
-        and op.node_name is not None
-        and any(t is not None and t.requires_grad for t in inputs)
+        op.node_name is not None
+        and _tls.grad_enabled
+        and _any_requires_grad(inputs)
         and (op.output_differentiability is None or op.output_differentiability(bound))
     )
     if op.is_inplace:
@@ -51,8 +53,7 @@ def _autograd_call(op: Op, bound: dict[str, Any]) -> Any:
     if requires_grad:
         node = _make_node(op, inputs, _input_slots(op, bound))
         for name in op.saved_inputs:
-            users = op.saved_input_users[name]
-            if not any(node.should_compute_output(i) for i, s in enumerate(node._slots) if s in users):
+            if not _is_saved(op, node, name):
                 continue
             value = bound[name]
             if op.is_inplace and name == "self":
@@ -61,12 +62,15 @@ def _autograd_call(op: Op, bound: dict[str, Any]) -> Any:
 
                 value = clone(value)
             if name in op.list_params:
-                node._saved[name] = _SavedVariableList(value, node, name)  # type: ignore[assignment]
+                node._own("_saved")[name] = _SavedVariableList(value, node, name)
             else:
                 node.save(name, value)
-        for name, read in op.saved_attrs.items():
-            node._saved_attrs[name] = read(bound)
-    outs = _inplace_or_view(op, bound)
+        if op.saved_attrs:
+            node._saved_attrs = {name: read(bound) for name, read in op.saved_attrs.items()}
+    if op._plain and not _tls.dispatch_modes:
+        outs = _run_kernel(op, bound)  # See Note [Layers with nothing to do]
+    else:
+        outs = _inplace_or_view(op, bound)
     if node is None:
         if emit.enabled:
             _emit_op(op, bound, outs, None)
@@ -87,11 +91,44 @@ def _autograd_call(op: Op, bound: dict[str, Any]) -> Any:
                 t._grad_fn = node
                 t._output_nr = i
                 node.add_input_metadata(t)
-    for name in op.saved_outputs:
-        node.save(name, out_tuple[op.outputs.index(name)], is_output=True)
+    for name, index in op._saved_output_index.items():
+        node.save(name, out_tuple[index], is_output=True)
     if emit.enabled:
         _emit_op(op, bound, outs, node)
     return outs
+
+
+# Note [Layers with nothing to do]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Of the three layers below autograd, ADInplaceOrView only acts on an op that writes in place
+# or returns a view, and the Python dispatch layer only when a mode is active; otherwise each
+# just calls the next. So for an op that is neither (``op._plain``, fixed at registration) and no
+# active mode (``_tls.dispatch_modes`` empty, read at each call), autograd calls the kernel layer
+# directly: the same kernel call with the same arguments, two calls fewer. Autograd itself has
+# nothing to do for such an op when grad mode is off (no node, no saving, no in-place check: it
+# is not in place) and no trace is recorded (no ``op`` event to emit): then it goes straight to
+# the kernel, as every op a backward formula calls does. Each test is made per call, so a mode
+# entered, grad mode turned on or a recording started is seen at the next op.
+
+
+def _any_requires_grad(inputs: list[Tensor | None]) -> bool:
+    for t in inputs:
+        if t is not None and t.requires_grad:
+            return True
+    return False
+
+
+def _is_saved(op: Op, node: Node, name: str) -> bool:
+    """Whether input ``name`` is saved: some input whose formula uses it gets a gradient."""
+    user_edges = op._saved_input_edges  # See Note [Precomputed per op]
+    if user_edges is None:  # a TensorList op: its edges are known only now
+        users = op.saved_input_users[name]
+        return any(node.should_compute_output(i) for i, s in enumerate(node._slots) if s in users)
+    edges = node._next_edges
+    for i in user_edges[name]:
+        if edges[i][0] is not None:
+            return True
+    return False
 
 
 def _set_inplace_view_history(t: Tensor, node: Node) -> None:
@@ -106,15 +143,20 @@ def _set_inplace_view_history(t: Tensor, node: Node) -> None:
 
 def _emit_op(op: Op, bound: dict[str, Any], outs: Any, node: Node | None) -> None:
     """The trace's ``op`` event: which tensors went in and came out, and the node recorded."""
-    inputs: list[Any] = []
-    for n in op.tensor_params:
-        v = bound[n]
-        inputs.extend(v if n in op.list_params else [v])
+    if not op.list_params:  # See Note [Precomputed per op]
+        inputs: list[Any] = list(map(bound.__getitem__, op.tensor_params))
+    else:
+        inputs = []
+        for n in op.tensor_params:
+            v = bound[n]
+            inputs.extend(v if n in op.list_params else [v])
     outputs = [t for t in (outs if isinstance(outs, tuple) else (outs,)) if isinstance(t, Tensor)]
     emit.emit("op", name=op.name, inputs=inputs, outputs=outputs, node=node)
 
 
 def _differentiable_inputs(op: Op, bound: dict[str, Any]) -> list[Tensor | None]:
+    if not op.list_params:  # See Note [Precomputed per op]
+        return list(map(bound.__getitem__, op.differentiable_inputs))
     out: list[Tensor | None] = []
     for n in op.differentiable_inputs:
         v = bound[n]
@@ -162,32 +204,63 @@ class _GeneratedNode(Node):
         op = self.op
         # See Note [Saved variable order]: unpack everything first, in pack order. Like PyTorch's
         # generated code, only saved outputs are unpacked with the node (``saved_for``).
-        values: dict[str, Any] = {
-            name: sv.unpack(self if getattr(sv, "_is_output", False) else None)
-            for name, sv in self._saved.items()
-        }
+        values: dict[str, Any] = {}
+        if self._saved:
+            saved_outputs = op._saved_output_set
+            for name, sv in self._saved.items():
+                values[name] = sv.unpack(self if name in saved_outputs else None)
         values.update(self._saved_attrs)
         values["grad"] = grads[0]
         values["grads"] = grads
+        if _all_none(grads):
+            return [None] * len(self._slots)  # no formula runs without a gradient
+        edges = self._next_edges
+        # Node.task_should_compute_output, hoisted: the task and its plan are the same for every
+        # input. Without a plan (a plain backward()), an input is wanted iff its edge leads somewhere.
+        task = _tls.graph_task
+        exec_info = task.exec_info if task is not None else None
         out: list[Tensor | None] = []
+        if not op.list_params:  # one next edge per input: See Note [Precomputed per op]
+            for i, (_, formula, needs) in enumerate(op._formulas):
+                if self.task_should_compute_output(i) if exec_info else edges[i][0] is not None:
+                    out.append(formula(*map(values.__getitem__, needs)))
+                else:
+                    out.append(None)
+            return out
+        slots = self._slots
         i = 0
-        for name in op.differentiable_inputs:
-            count = self._slots.count(name)
-            formula = op.derivatives[name]
-            wanted = any(self.task_should_compute_output(j) for j in range(i, i + count))
-            if not wanted or all(g is None for g in grads):
-                out.extend([None] * count)
-            else:
-                result = formula.fn(*[values[n] for n in formula.needs])
+        for name, formula, needs in op._formulas:
+            count = slots.count(name)  # a TensorList input has one edge per tensor
+            if any(self.task_should_compute_output(j) for j in range(i, i + count)):
+                result = formula(*map(values.__getitem__, needs))
                 out.extend(result if name in op.list_params else [result])
+            else:
+                out.extend([None] * count)
             i += count
         return out
+
+
+def _all_none(grads: list[Tensor | None]) -> bool:
+    for g in grads:
+        if g is not None:
+            return False
+    return True
 
 
 _NODE_CLASSES: dict[str, type[_GeneratedNode]] = {}
 
 
 def _make_node(op: Op, inputs: list[Tensor | None], slots: Sequence[str]) -> _GeneratedNode:
+    cls = op._node_class or _node_class(op)  # See Note [Precomputed per op]
+    node: _GeneratedNode = cls()
+    node._next_edges = collect_next_edges(inputs)
+    node._slots = slots
+    if emit.enabled:
+        emit.emit("node_new", node=node)
+    return node
+
+
+def _node_class(op: Op) -> type[_GeneratedNode]:
     assert op.node_name is not None
     base_op = op.inplace_of or op  # add_ builds the same AddBackward0 as add
     cls = _NODE_CLASSES.get(base_op.name)
@@ -197,12 +270,8 @@ def _make_node(op: Op, inputs: list[Tensor | None], slots: Sequence[str]) -> _Ge
         namespace = {"op": base_op, "__module__": "engine.autograd.generated", "_node_name": op.node_name}
         cls = type(op.node_name.split("::")[-1], (_GeneratedNode,), namespace)
         _NODE_CLASSES[base_op.name] = cls
-    node = cls()
-    node._next_edges = collect_next_edges(inputs)
-    node._slots = slots
-    if emit.enabled:
-        emit.emit("node_new", node=node)
-    return node
+    op._node_class = cls
+    return cls
 
 
 def _attr_reader(

@@ -29,9 +29,11 @@ import inspect
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as np
+
 from engine._C import _tls
 from engine._tensor import Tensor
-from engine.ops._autograd_layer import _attr_reader, _autograd_call
+from engine.ops._autograd_layer import _attr_reader, _autograd_call, _GeneratedNode
 from engine.ops._kernel import (
     DispatchMode,
     _as_tensor,
@@ -81,6 +83,7 @@ class Op:
     ) -> None:
         self.name = name
         self.kernel = kernel
+        self._quiet_kernel = np.errstate(all="ignore")(kernel)  # See Note [Quiet kernels] in _kernel.py
         self.output_differentiability = output_differentiability
         self.node_name = node
         self.dtypes = dtypes
@@ -138,21 +141,46 @@ class Op:
         self._param_set = frozenset(self.param_names)
         self._tensor_param_set = frozenset(self.tensor_params)
         self._single_tensor_params = tuple(n for n in self.tensor_params if n not in self.list_params)
+        # Parameters that are not tensors: the kernel still gets a tensor passed there as its array.
+        self._other_params = tuple(n for n in self.param_names if n not in self._tensor_param_set)
+        # Without a TensorList input, input i has next edge i: so for each saved input, the edges
+        # whose gradient needs it are known now (with one, they depend on the lists' lengths).
+        self._saved_input_edges: dict[str, tuple[int, ...]] | None = (
+            None
+            if self.list_params
+            else {
+                s: tuple(i for i, n in enumerate(self.differentiable_inputs) if n in users)
+                for s, users in self.saved_input_users.items()
+            }
+        )
+        self._saved_output_index = {n: self.outputs.index(n) for n in self.saved_outputs}
+        self._saved_output_set = frozenset(self.saved_outputs)
+        # The backward's formulas, in next-edge order: (input, formula, the names it needs).
+        self._formulas = tuple(
+            (n, self.derivatives[n].fn, self.derivatives[n].needs) for n in self.differentiable_inputs
+        )
+        # See Note [Layers with nothing to do] in _autograd_layer.py.
+        self._plain = not self.is_inplace and view is None
+        self._node_class: type[_GeneratedNode] | None = None  # made by the first call that builds a node
 
     # Note [Precomputed per op]
     # ~~~~~~~~~~~~~~~~~~~~~~~~~
-    # An op's signature never changes after registration, so everything a call needs to know
-    # about it (which parameters are tensors, lists of tensors, which have defaults) is worked out
-    # once here, and the per-call path (``_bind``, ``_run_kernel``) only looks things up in these
-    # tuples and frozensets: no ``inspect``, no string tests, no rebuilt sets per call. ``_bind``
-    # also skips its defaults-and-missing loop when every parameter is already bound (every key
-    # of ``bound`` is a parameter name, so a full count means nothing is missing).
+    # An op's signature and formulas never change after registration, so everything a call needs
+    # to know about them is worked out once here: which parameters are tensors, lists of tensors,
+    # or have defaults; which next edges need each saved input; where each saved output is; the
+    # formulas in edge order; whether the op is neither in place nor a view; its node class (on
+    # first use). The per-call path (``_bind``, ``_autograd_call``, ``_run_kernel``, the node's
+    # ``apply``) only looks things up in these tuples, dicts and frozensets: no ``inspect``, no
+    # string tests, no rebuilt sets per call. ``_bind`` also skips its defaults-and-missing loop
+    # when every parameter is already bound (every key of ``bound`` is a parameter name, so a full
+    # count means nothing is missing), and ops without a TensorList parameter (nearly all) take
+    # loops that need not ask, parameter by parameter, whether it is a list.
 
     def __repr__(self) -> str:
         return f"engine.ops.{self.name}"
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if "out" in kwargs and self.accepts_out:
+        if kwargs and "out" in kwargs and self.accepts_out:
             return call_out(self, args, kwargs)  # See Note [out= variants]
         bound = self._bind(args, kwargs)
         if _tls.below_autograd:
@@ -165,18 +193,25 @@ class Op:
                 f"{self.name}() takes {len(self._positional)} positional arguments but {len(args)} were given"
             )
         bound = dict(zip(self._positional, args, strict=False))
-        for k, v in kwargs.items():
-            if k not in self._param_set:
-                raise TypeError(f"{self.name}() got an unexpected keyword argument '{k}'")
-            if k in bound:
-                raise TypeError(f"{self.name}() got multiple values for argument '{k}'")
-            bound[k] = v
+        if kwargs:
+            for k, v in kwargs.items():
+                if k not in self._param_set:
+                    raise TypeError(f"{self.name}() got an unexpected keyword argument '{k}'")
+                if k in bound:
+                    raise TypeError(f"{self.name}() got multiple values for argument '{k}'")
+                bound[k] = v
         if len(bound) != len(self.param_names):  # See Note [Precomputed per op]
             for n in self.param_names:
                 if n not in bound:
                     if n not in self._defaults:
                         raise TypeError(f"{self.name}() missing required argument '{n}'")
                     bound[n] = self._defaults[n]
+        if not self.list_params:  # See Note [Precomputed per op]
+            for n in self.tensor_params:
+                v = bound[n]
+                if v is not None and not isinstance(v, Tensor):
+                    bound[n] = _wrapped_number(v)
+            return bound
         for n in self.tensor_params:
             v = bound[n]
             if n in self.list_params:

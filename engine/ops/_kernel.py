@@ -174,31 +174,47 @@ def _assert_no_internal_overlap(op: Op, t: Tensor) -> None:
 def _run_kernel(op: Op, bound: dict[str, Any]) -> Any:
     out_dtype: _dtype.dtype | None = None
     cast_to: _dtype.dtype | None = None
+    list_params = op.list_params
     if op.dtypes != "keep":  # with "keep" the kernel decides: nothing to promote
-        tensors = [bound[n] for n in op._single_tensor_params if bound[n] is not None]
-        for n in op.list_params:
+        tensors: list[Tensor] = []
+        for n in op._single_tensor_params:
+            t = bound[n]
+            if t is not None:
+                tensors.append(t)
+        for n in list_params:
             tensors.extend(t for t in bound[n] if t is not None)
         if tensors:
-            common = _dtype.result_type(tensors)
+            common = _result_type(tensors)
             if op.dtypes == "float" and not (common.is_floating_point or common.is_complex):
                 common = _dtype.get_default_dtype()
             cast_to = common
             out_dtype = _dtype.bool_ if op.dtypes == "bool" else common
     args: dict[str, Any] = {}
-    tensor_params, list_params = op._tensor_param_set, op.list_params  # Note [Precomputed per op]
-    for n, v in bound.items():
-        if n in list_params:
-            args[n] = [None if t is None else _cast(t._data, cast_to) for t in v]
-        elif isinstance(v, Tensor):
-            args[n] = _cast(v._data, cast_to) if n in tensor_params else v._data
-        else:
-            args[n] = v
+    if not list_params:  # Note [Precomputed per op]: each parameter's kind is known
+        for n in op._single_tensor_params:
+            v = bound[n]
+            if v is None:
+                args[n] = None
+            else:
+                a = v._data
+                args[n] = a if cast_to is None or a.dtype is cast_to._np else _cast(a, cast_to)
+        for n in op._other_params:
+            v = bound[n]
+            args[n] = v._data if isinstance(v, Tensor) else v
+    else:
+        tensor_params = op._tensor_param_set
+        for n, v in bound.items():
+            if n in list_params:
+                args[n] = [None if t is None else _cast(t._data, cast_to) for t in v]
+            elif isinstance(v, Tensor):
+                args[n] = _cast(v._data, cast_to) if n in tensor_params else v._data
+            else:
+                args[n] = v
     if op.is_inplace:
         self_t: Tensor = bound["self"]
         if op.view is None:
             _assert_no_internal_overlap(op, self_t)
-        with np.errstate(all="ignore"):  # IEEE results (nan, inf) without NumPy's warnings, like torch
-            result = op.kernel(**args)
+        result = op._quiet_kernel(**args)  # See Note [Quiet kernels]
         if op.view == "inplace":
             # An in-place view op (t_, as_strided_) changes self's geometry, not its values: self
             # now looks at the same memory through the kernel's NumPy view.
@@ -219,13 +235,44 @@ def _run_kernel(op: Op, bound: dict[str, Any]) -> Any:
         if result is not self_t._data:
             np.copyto(self_t._data, result, casting="unsafe")
         return self_t
-    with np.errstate(all="ignore"):
-        result = op.kernel(**args)
+    result = op._quiet_kernel(**args)  # See Note [Quiet kernels]
     view = op.view is not None
     if isinstance(result, tuple):
         dtypes = [out_dtype] + [None] * (len(result) - 1) if op.view is None else [None] * len(result)
         return tuple(_wrap(r, d, view) for r, d in zip(result, dtypes, strict=True))
     return _wrap(result, None if view else out_dtype, view)
+
+
+# Note [Quiet kernels]
+# ~~~~~~~~~~~~~~~~~~~~
+# Kernels run under ``np.errstate(all="ignore")``: IEEE results (nan, inf) without NumPy's
+# warnings, like torch. The op table wraps each kernel once, when the op is registered
+# (``op._quiet_kernel = np.errstate(all="ignore")(kernel)``, NumPy's documented decorator form,
+# thread-safe), instead of entering a new ``errstate`` context around every call: the same error
+# state for the same call, about half the cost. ``op.kernel`` stays the bare NumPy function.
+
+
+def _result_type(tensors: list[Tensor]) -> _dtype.dtype:
+    """``_dtype.result_type`` of an op's tensor inputs, answering the common case first.
+
+    When the inputs that are real tensors (not wrapped Python numbers) all have one dtype ``d``,
+    the result is ``d`` if ``d`` is complex, or if ``d`` is floating and no wrapped number is
+    complex: promotion of equal dtypes gives that dtype, and a wrapped number only decides the
+    category, which a floating or complex ``d`` already has (c10's combine_categories; ``x * 2.5``
+    stays float32). Any other mix takes result_type's full walk.
+    """
+    d: _dtype.dtype | None = None
+    wrapped_complex = False
+    for t in tensors:
+        if t._wrapped_number:
+            wrapped_complex = wrapped_complex or t._dtype._category == 3
+        elif d is None:
+            d = t._dtype
+        elif t._dtype is not d:
+            return _dtype.result_type(tensors)
+    if d is not None and (d._category == 3 or (d._category == 2 and not wrapped_complex)):
+        return d
+    return _dtype.result_type(tensors)
 
 
 def _cast(a: np.ndarray, d: _dtype.dtype | None) -> np.ndarray:
@@ -243,7 +290,9 @@ def _wrap(a: Any, d: _dtype.dtype | None, view: bool = False) -> Tensor:
         # Non-view results own C-contiguous memory, so a view's strides and offset, measured
         # from its base's first element, address the base's elements (see as_strided).
         a = np.ascontiguousarray(a)
-    return Tensor._make(a)
+    t = object.__new__(Tensor)  # Tensor._make(a), one call fewer
+    _init_tensor(t, a)
+    return t
 
 
 def _can_cast(src: _dtype.dtype, dst: _dtype.dtype) -> bool:
@@ -278,14 +327,20 @@ def _wrapped_number(v: Any) -> Tensor:
     """A Python number used where a tensor is expected (PyTorch's "wrapped number")."""
     # Stored at full precision; result_type() only lets it decide the category (see
     # engine/_dtype.py), so ``float32_tensor * 2.5`` stays float32 as in PyTorch.
-    d = _dtype._scalar_dtype(v)
-    if isinstance(v, float):
-        d = _dtype.float64
-    elif isinstance(v, complex):
-        d = _dtype.complex128
+    d = _WRAPPED_DTYPES.get(type(v))  # the exact builtin types: one lookup
+    if d is None:
+        d = _dtype._scalar_dtype(v)
+        if isinstance(v, float):
+            d = _dtype.float64
+        elif isinstance(v, complex):
+            d = _dtype.complex128
     t = object.__new__(Tensor)
     _init_tensor(t, np.asarray(v, dtype=d._np), wrapped_number=True)
     return t
+
+
+# What the general rule above gives for each builtin number type (bool before int: it is one).
+_WRAPPED_DTYPES = {bool: _dtype.bool_, int: _dtype.int64, float: _dtype.float64, complex: _dtype.complex128}
 
 
 def _as_tensor(v: Any) -> Tensor:

@@ -34,8 +34,18 @@ def _method_of(entry: Op | CompositeOp) -> Callable[..., Any]:
         method.__name__ = name
         return method
 
-    def call(self: Tensor, *args: Any, **kwargs: Any) -> Any:
-        return entry(self, *args, **kwargs)
+    if isinstance(entry, CompositeOp):
+        fn = entry.fn
+
+        def call(self: Tensor, *args: Any, **kwargs: Any) -> Any:
+            # Without keyword arguments there is no ``out=``: the composite's function is all
+            # CompositeOp.__call__ would run (``x.conj()`` in every complex-aware formula).
+            return entry(self, *args, **kwargs) if kwargs else fn(self, *args)
+
+    else:
+
+        def call(self: Tensor, *args: Any, **kwargs: Any) -> Any:
+            return entry(self, *args, **kwargs)
 
     call.__name__ = name
     call.__doc__ = getattr(entry, "__doc__", None)

@@ -150,8 +150,23 @@ def add(self: Tensor, other: Tensor, alpha: complex = 1) -> Array:
 )
 def sub(self: Tensor, other: Tensor, alpha: complex = 1) -> Array:
     infer_size(self.shape, other.shape)
+    _sub_check(self.dtype == np.bool_, other.dtype == np.bool_)
     _check_alpha(self, alpha)
     return self - other if alpha == 1 else self - alpha * other
+
+
+def _sub_check(self_is_bool: bool, other_is_bool: bool) -> None:
+    """PyTorch's sub_check (aten/src/ATen/native/BinaryOps.h): no subtraction with a bool."""
+    if self_is_bool and other_is_bool:
+        raise RuntimeError(
+            "Subtraction, the `-` operator, with two bool tensors is not supported. "
+            "Use the `^` or `logical_xor()` operator instead."
+        )
+    if self_is_bool or other_is_bool:
+        raise RuntimeError(
+            "Subtraction, the `-` operator, with a bool tensor is not supported. "
+            "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead."
+        )
 
 
 def _conj_scalar(s: complex) -> complex:
@@ -204,9 +219,15 @@ def div(self: Tensor, other: Tensor) -> Array:
 )
 def rsub_Scalar(self: Tensor, other: complex, alpha: complex = 1) -> Array:  # noqa: N802
     """``other - alpha * self`` for a Python number ``other`` (``2 - x``)."""
-    # The numbers take part in type promotion: ``1j - x`` is complex.
-    out = _dtype.result_type([Tensor._make(self), other, alpha])
-    return (other - alpha * self.astype(out._np)).astype(out._np)
+    _sub_check(type(other) is bool, self.dtype == np.bool_)  # torch: sub(wrapped other, self)
+    # The numbers take part in type promotion: ``1j - x`` is complex. With one tensor, of any
+    # dimension, result_type([self, other, alpha]) is c10's combine_categories of self's dtype and
+    # the numbers' own result: worked out here without wrapping the array as a tensor.
+    out = _dtype._combine_categories(_dtype.from_numpy(self.dtype), _dtype.result_type([other, alpha]))
+    x = self.astype(out._np, copy=False)  # a new array is made below in any case
+    if not (type(alpha) is int and alpha == 1 and out.is_floating_point):
+        x = alpha * x  # (1 * x is x for real floats: the common ``1 - x`` skips it)
+    return (other - x).astype(out._np, copy=False)
 
 
 @op(derivatives={"self": lambda grad: -grad}, samples=_unary_all)

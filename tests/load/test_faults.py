@@ -142,4 +142,5 @@ def test_two_server_processes_share_one_database(tmp_path: Path) -> None:
             assert first.finished(done)["status"] == "done"
         for pid in workers(first.pid):
             kill_quietly(pid, signal.SIGTERM)
-        assert first.finished(going)["error"]["type"] == "WorkerError"
+        error = first.finished(going)["error"]
+        assert error["type"] == "WorkerError", error
