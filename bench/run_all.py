@@ -397,7 +397,7 @@ def memory_figures() -> dict[str, Any]:
                 "traced_peak_held": e["peak_held"],
                 "equal_to_torch": same,
                 "target": "= torch",
-                "anchor": f"torch 2.8.0: {theirs:,} bytes saved (hooks)" if theirs is not None else "torch: -",
+                "anchor": f"torch 2.8.0: {theirs:,} bytes saved (hooks)" if theirs else "torch: -",
             }
     return out
 
