@@ -521,9 +521,22 @@ def story_document(events: Sequence[Event], with_questions: bool = True) -> Stor
 
 
 def _assign_chapters(steps: list[StoryStep], chapter_list: list[Chapter]) -> None:
-    # Chapters and steps are both in seq order: walk them together instead of searching.
+    """Each step's chapter, as ``chapter_at`` gives it, in one walk: steps come in seq order and
+    chapters in the order they opened (by start), so the chapters holding a step are those
+    started at or before it and not ended before it, a handful (as many as chapters nest). A
+    search per step was quadratic: 1,004 s for the story of a 1M-event run."""
+    by_start = sorted(chapter_list, key=lambda c: (c["start"], c["id"]))
+    active: list[Chapter] = []
+    i = 0
     for s in steps:
-        s["chapter"] = chapter_at(chapter_list, s["last"])
+        seq = s["last"]
+        while i < len(by_start) and by_start[i]["start"] <= seq:
+            active.append(by_start[i])
+            i += 1
+        active = [c for c in active if c["end"] >= seq]
+        # chapter_at's choice: the deepest, and of those the last opened (the highest id).
+        best = max(active, key=lambda c: (c["depth"], c["id"]), default=None)
+        s["chapter"] = best["id"] if best is not None else -1
 
 
 def story_text(events: Sequence[Event]) -> str:
