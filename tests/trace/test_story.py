@@ -21,6 +21,7 @@ from engine.trace.state import KINDS, initial_state, step
 from engine.trace.story import (
     GROUPABLE_KINDS,
     STORY_KINDS,
+    chapter_at,
     is_story_event,
     story_document,
     story_text,
@@ -277,3 +278,12 @@ def test_glossary_patterns_are_valid_and_cover_the_terms_captions_use() -> None:
     for n in range(1, 6):
         assert f"Rule {n}" in words or n == 1
         assert any(re.search(p, f"(Rule {n})") for t in terms for p in t["words"])
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_each_steps_chapter_is_the_innermost_one_holding_it(name: str) -> None:
+    """story_document assigns chapters in one walk; chapter_at is the definition, by search."""
+    doc = doc_of(name)
+    assert [s["chapter"] for s in doc["steps"]] == [
+        chapter_at(doc["chapters"], s["last"]) for s in doc["steps"]
+    ]
