@@ -52,9 +52,13 @@ def main() -> None:
     parser.add_argument("--viewers", type=int, default=200)
     parser.add_argument("--scenarios", type=int, default=20)
     parser.add_argument("--processes", type=int, default=1)
+    parser.add_argument(
+        "--no-access-log", action="store_true", help="serve with AUTOGRAD_LENS_ACCESS_LOG=0 (docs/api.md)"
+    )
     args = parser.parse_args()
+    env = {"AUTOGRAD_LENS_ACCESS_LOG": "0"} if args.no_access_log else None
     with tempfile.TemporaryDirectory(prefix="bench-class-") as tmp, ExitStack() as stack:
-        servers = [stack.enter_context(Server(Path(tmp) / "data")) for _ in range(args.processes)]
+        servers = [stack.enter_context(Server(Path(tmp) / "data", env=env)) for _ in range(args.processes)]
         status, listed = servers[0].api("/api/scenarios")
         assert status == 200
         scenarios = [s["id"] for s in listed][: args.scenarios]
