@@ -358,6 +358,8 @@ class RunManager:
     def start(self) -> None:
         """Open the store and mark the runs a previous process left unfinished. Idempotent:
         called by the app's lifespan, and by the first request if there was none."""
+        if self._executor is not None:  # started: every request asks, so no lock for the answer
+            return  # (the executor is the last thing start sets; stop clears it under the lock)
         with self._lock:
             if self._executor is not None:
                 return
@@ -463,13 +465,15 @@ class RunManager:
 
     def _create(self, job: _Job, *, scenario: str | None, title: str) -> RunRecord:
         self.start()
+        key = None if job.fresh else job.reuse_key
+        if key is not None and (record := self._reused(key)) is not None and record.finished:
+            # A finished run under the key answers without the lock below: it stays reusable
+            # (only a run that ends in a limit or a fault loses its key, and this one has ended),
+            # so a class opening stored runs is not served one request at a time.
+            return record
         with self._lock:  # one lookup-and-create at a time: concurrent requests make one run
-            key = None if job.fresh else job.reuse_key
-            if key is not None and (found := self.store.reusable_run(key)):
-                record = self.store.get_run(found)
-                if record is not None:
-                    record.reused = True
-                    return record
+            if key is not None and (record := self._reused(key)) is not None:
+                return record
             counted = len(self._futures) - len(self._library)
             if not job.library and counted >= self.settings.max_pending:
                 raise ServerBusy(
@@ -504,6 +508,14 @@ class RunManager:
             if job.library:
                 self._library.add(run_id)
             self._futures[run_id] = executor.submit(self._execute, run_id, job)
+        return record
+
+    def _reused(self, key: str) -> RunRecord | None:
+        """The run that answers a request for ``key`` (Note [Reusing a run]), marked reused."""
+        found = self.store.reusable_run(key)
+        record = self.store.get_run(found) if found else None
+        if record is not None:
+            record.reused = True
         return record
 
     def wait(self, run_id: str, timeout: float | None = None) -> None:
