@@ -21,15 +21,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
-import shutil
 import subprocess
 import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from _timing import best
+from _timing import best, no_emit_build
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -86,25 +84,6 @@ def worker(repeat: int, number: int) -> dict[str, float]:
 
             out[f"{name}|on"] = best(recorded, repeat, 1) / number
     return out
-
-
-def no_emit_build(dest: Path) -> Path:
-    """A copy of engine/ with every emission check compiled away."""
-    target = dest / "engine"
-    shutil.copytree(ROOT / "engine", target, ignore=shutil.ignore_patterns("__pycache__"))
-    pattern = re.compile(r"\bemit\.enabled\b")
-    n = 0
-    for path in target.rglob("*.py"):
-        if path.parent.name == "trace":
-            continue
-        text = path.read_text()
-        new, k = pattern.subn("False", text)
-        if k:
-            path.write_text(new)
-            n += k
-    if n == 0:
-        raise SystemExit("no emission points found: nothing to compare")
-    return dest
 
 
 def run_build(pythonpath: Path, build: str, repeat: int, number: int) -> dict[str, float]:

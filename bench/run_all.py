@@ -44,6 +44,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from _timing import no_emit_build
+
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "bench"
 RESULTS = BENCH / "results.json"
@@ -179,25 +181,6 @@ class Worker:
         if self.proc.stdin:
             self.proc.stdin.close()
         self.proc.wait(timeout=60)
-
-
-def no_emit_build(dest: Path) -> Path:
-    """A copy of engine/ with every ``emit.enabled`` check replaced by ``False``."""
-    target = dest / "engine"
-    shutil.copytree(ROOT / "engine", target, ignore=shutil.ignore_patterns("__pycache__"))
-    pattern = re.compile(r"\bemit\.enabled\b")
-    n = 0
-    for path in target.rglob("*.py"):
-        if path.parent.name == "trace":
-            continue
-        text = path.read_text()
-        new, k = pattern.subn("False", text)
-        if k:
-            path.write_text(new)
-            n += k
-    if n == 0:
-        raise SystemExit("no emission points found: nothing to compare")
-    return dest
 
 
 # --- the coordinator ------------------------------------------------------------------------------

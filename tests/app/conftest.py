@@ -24,6 +24,7 @@ from app.main import create_app
 from app.runner import SCENARIOS_DIR, run_scenario
 from app.runs import RunManager
 from app.sandbox import Limits
+from tests._sse import Message, SseReader
 
 # Small batches, so even a small scenario streams as several messages and resuming can land
 # inside one; generous wall time, since tests share the machine's two cores.
@@ -131,34 +132,17 @@ def nested(client: TestClient) -> str:
     return run_id
 
 
-@dataclass
-class Message:
-    event: str | None
-    id: str | None
-    data: Any
-
-
 def iter_stream(
     client: httpx.Client, run_id: str, *, headers: dict[str, str] | None = None, query: str = ""
 ) -> Iterator[Message]:
     """The messages of ``/events`` as they arrive, parsed per the SSE format."""
-    fields: dict[str, str] = {}
-    data: list[str] = []
+    reader = SseReader()
     with client.stream("GET", f"/api/runs/{run_id}/events{query}", headers=headers or {}) as response:
         assert response.status_code == 200, response.read()
         assert response.headers["content-type"].startswith("text/event-stream")
         for line in response.iter_lines():
-            if line == "":
-                if data or fields:
-                    yield Message(fields.get("event"), fields.get("id"), json.loads("\n".join(data)))
-                fields, data = {}, []
-            elif not line.startswith(":"):  # ":" starts a keep-alive comment
-                name, _, value = line.partition(":")
-                value = value[1:] if value.startswith(" ") else value
-                if name == "data":
-                    data.append(value)
-                else:
-                    fields[name] = value
+            if (message := reader.feed(line)) is not None:
+                yield message
 
 
 def read_stream(

@@ -11,6 +11,7 @@ Screenshots go to ``test-output/screenshots/`` (ignored by git), to look at.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -137,14 +138,12 @@ def browser() -> Iterator[Any]:
             b.close()
 
 
-@pytest.fixture
-def page(browser: Any) -> Iterator[Any]:
-    """A fresh page at a laptop's size; any JavaScript error on it fails the test."""
-    # bypass_csp: Playwright runs string predicates (wait_for_function) through eval in the page,
-    # which the app's Content-Security-Policy forbids; tests/e2e/test_xss.py opens the pages with
-    # the policy enforced.
+@contextlib.contextmanager
+def checked_page(browser: Any, *, bypass_csp: bool = True, timeout_ms: int = 30_000) -> Iterator[Any]:
+    """A fresh page at a laptop's size; any JavaScript error on it fails the test, but for a
+    request the test makes fail on purpose (``expect_refusal``)."""
     context = browser.new_context(
-        viewport={"width": 1440, "height": 900}, device_scale_factor=1, bypass_csp=True
+        viewport={"width": 1440, "height": 900}, device_scale_factor=1, bypass_csp=bypass_csp
     )
     page = context.new_page()
     errors: list[str] = []
@@ -153,16 +152,25 @@ def page(browser: Any) -> Iterator[Any]:
         "console",
         lambda msg: errors.append(f"console.{msg.type}: {msg.text}") if msg.type == "error" else None,
     )
-    page.set_default_timeout(30_000)
+    page.set_default_timeout(timeout_ms)
     try:
         yield page
     finally:
         context.close()
-    # A request a test makes fail on purpose (it calls expect_refusal) logs a console error that
-    # is not a page error; anything else is.
+    # A request a test makes fail on purpose logs a console error that is not a page error;
+    # anything else is.
     allowed = getattr(page, "refused_statuses", set())
     unexpected = [e for e in errors if not any(_refusal(e, status) for status in allowed)]
     assert not unexpected, "errors in the page:\n" + "\n".join(unexpected)
+
+
+@pytest.fixture
+def page(browser: Any) -> Iterator[Any]:
+    """A checked page. bypass_csp: Playwright runs string predicates (wait_for_function) through
+    eval in the page, which the app's Content-Security-Policy forbids; tests/e2e/test_xss.py opens
+    the pages with the policy enforced."""
+    with checked_page(browser) as page:
+        yield page
 
 
 def _refusal(message: str, status: int) -> bool:

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import api, wait_finished
+from tests.e2e.conftest import api, checked_page, wait_finished
 
 pytestmark = pytest.mark.e2e
 
@@ -100,20 +100,8 @@ def strict_page(browser: Any) -> Iterator[Any]:
     """A page with the Content-Security-Policy enforced (the ``page`` fixture bypasses it):
     waits go through locators, since Playwright's string predicates need eval. Any error on it,
     a violation of the policy included, fails the test."""
-    context = browser.new_context(viewport={"width": 1440, "height": 900})
-    page = context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda exc: errors.append(f"pageerror: {exc}"))
-    page.on(
-        "console",
-        lambda msg: errors.append(f"console.{msg.type}: {msg.text}") if msg.type == "error" else None,
-    )
-    page.set_default_timeout(60_000)
-    try:
+    with checked_page(browser, bypass_csp=False, timeout_ms=60_000) as page:
         yield page
-    finally:
-        context.close()
-    assert errors == []
 
 
 def ready(page: Page, *flags: str) -> None:

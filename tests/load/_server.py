@@ -26,6 +26,8 @@ from typing import Any, TypeVar
 
 import httpx
 
+from tests._sse import Message, SseReader
+
 ROOT = Path(__file__).resolve().parents[2]
 T = TypeVar("T")
 
@@ -209,13 +211,6 @@ def kill_quietly(pid: int, sig: int = signal.SIGKILL) -> None:
 # --- asynchronous stream clients -----------------------------------------------------------------
 
 
-@dataclass
-class Message:
-    event: str | None
-    id: str | None
-    data: Any
-
-
 async def messages(
     client: httpx.AsyncClient, run_id: str, *, after: int | None = None, limit: int = 0
 ) -> list[Message]:
@@ -224,24 +219,14 @@ async def messages(
     mid-stream, as a closed tab or a lost network does."""
     headers = {"Last-Event-ID": str(after)} if after is not None else {}
     out: list[Message] = []
-    fields: dict[str, str] = {}
-    data: list[str] = []
+    reader = SseReader()
     async with client.stream("GET", f"/api/runs/{run_id}/events", headers=headers) as response:
         assert response.status_code == 200, await response.aread()
         async for line in response.aiter_lines():
-            if line == "":
-                if data or fields:
-                    out.append(Message(fields.get("event"), fields.get("id"), json.loads("\n".join(data))))
-                    if out[-1].event == "done" or len(out) == limit:
-                        break  # leaving the block closes the connection
-                fields, data = {}, []
-            elif not line.startswith(":"):  # ":" starts a keep-alive comment
-                name, _, value = line.partition(":")
-                value = value[1:] if value.startswith(" ") else value
-                if name == "data":
-                    data.append(value)
-                else:
-                    fields[name] = value
+            if (message := reader.feed(line)) is not None:
+                out.append(message)
+                if message.event == "done" or len(out) == limit:
+                    break  # leaving the block closes the connection
     return out
 
 
