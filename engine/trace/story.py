@@ -64,7 +64,7 @@ A chapter still open at the end of the trace (a run that failed) ends at its las
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
@@ -467,12 +467,14 @@ def chapters(events: Sequence[Event]) -> list[Chapter]:
 
 
 def chapter_at(chapter_list: Sequence[Chapter], seq: int) -> int:
-    """The innermost chapter holding event ``seq`` (the last one opened wins)."""
-    best = -1
-    for c in chapter_list:
-        if c["start"] <= seq <= c["end"] and (best < 0 or c["depth"] >= chapter_list[best]["depth"]):
-            best = c["id"]
-    return best
+    """The innermost chapter holding event ``seq`` (the last one opened wins), or -1."""
+    return _innermost(c for c in chapter_list if c["start"] <= seq <= c["end"])
+
+
+def _innermost(holding: Iterable[Chapter]) -> int:
+    """Of the chapters holding an event, the deepest, and of those the last opened; -1 if none."""
+    best = max(holding, key=lambda c: (c["depth"], c["id"]), default=None)
+    return best["id"] if best is not None else -1
 
 
 # --- the document --------------------------------------------------------------------------------
@@ -534,9 +536,7 @@ def _assign_chapters(steps: list[StoryStep], chapter_list: list[Chapter]) -> Non
             active.append(by_start[i])
             i += 1
         active = [c for c in active if c["end"] >= seq]
-        # chapter_at's choice: the deepest, and of those the last opened (the highest id).
-        best = max(active, key=lambda c: (c["depth"], c["id"]), default=None)
-        s["chapter"] = best["id"] if best is not None else -1
+        s["chapter"] = _innermost(active)
 
 
 def story_text(events: Sequence[Event]) -> str:

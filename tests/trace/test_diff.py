@@ -17,6 +17,7 @@ import pytest
 
 from app.runner import list_scenarios, run_scenario
 from engine.trace.diff import CHECKPOINT_KINDS, TraceDiff, compare_grads, diff_traces
+from tests.scenarios._golden import GOLDEN_DIR
 
 Event = dict[str, Any]
 SCENARIOS = [s.id for s in list_scenarios()]
@@ -250,9 +251,13 @@ def test_every_bundled_trace_equals_itself(scenario: str) -> None:
     assert all(r["status"] == "same" and r["a"] == r["b"] for r in d.rows)
 
 
-# The scenarios with a non-reentrant checkpoint (packs): mlp_memory_none has no checkpoint, and a
-# reentrant checkpoint over inputs that do not require grad makes no frame (a pitfall's point).
-CHECKPOINTED = [s for s in SCENARIOS if s not in ("mlp_memory_none", "pitfall_no_grad_inputs_broken")]
+# The scenarios whose trace packs holders (read from their goldens): not mlp_memory_none, which
+# checkpoints nothing, nor a reentrant checkpoint over inputs that need no grad (a pitfall's point).
+CHECKPOINTED = [
+    s
+    for s in SCENARIOS
+    if any(e["kind"] == "pack" for e in json.loads((GOLDEN_DIR / f"{s}.json").read_text())["trace"]["events"])
+]
 
 
 @pytest.mark.parametrize("scenario", CHECKPOINTED)

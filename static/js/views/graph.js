@@ -417,7 +417,7 @@ function hotOf(state, event) {
   // What is inside a collapsed cluster or a folded group is shown by its box.
   const inBox = new Set();
   for (const n of running) if (swallowed.has(`n${n}`)) inBox.add(swallowed.get(`n${n}`));
-  for (const id of [...focus]) if (swallowed.has(id)) focus.add(swallowed.get(id));
+  if (swallowed.size) for (const id of [...focus]) if (swallowed.has(id)) focus.add(swallowed.get(id));
   const ids = new Set(focus);
   for (const id of inBox) ids.add(id);
   for (const n of running) ids.add(`n${n}`);
@@ -506,8 +506,14 @@ export function render(state, ctx) {
   } else {
     for (const id of transient) targets.add(id);
     for (const id of hot.ids) targets.add(id);
-    for (const id of [...targets]) if (swallowed.has(id)) targets.add(swallowed.get(id));
-    for (const id of [...targets]) if (moduleOf.has(id)) targets.add(moduleOf.get(id));
+    // What restyles an element restyles the box it is drawn in (a collapsed cluster, a folded
+    // group) and its module instance's cluster; nothing to look up when there are none.
+    if (swallowed.size || moduleOf.size) {
+      for (const id of [...targets]) {
+        if (swallowed.has(id)) targets.add(swallowed.get(id));
+        if (moduleOf.has(id)) targets.add(moduleOf.get(id));
+      }
+    }
     const edges = new Set();
     for (const id of targets) {
       const item = els.get(id);
