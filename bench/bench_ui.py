@@ -43,7 +43,9 @@ all). ``play``: the share of animation frames longer than 20 ms while playing at
 second, and from a Chromium trace the main thread's time per frame then (paint included).
 ``--profile`` adds each view's share of a jump (``lens.profile``). ``--json PATH`` writes every
 figure (bench/run_all.py reads it for ``make bench``). ``--cache DIR`` keeps the recorded runs
-between invocations (keyed by the scenario's text; delete it after changing the engine).
+between invocations (keyed by the scenario's text; delete it after changing the engine);
+``--root DIR`` serves another checkout's ``static/`` and ``templates/`` (to compare a change with
+what it changed), ``--port N`` the stand-in on a given port.
 """
 
 from __future__ import annotations
@@ -232,8 +234,8 @@ def make_handler(runs: dict[str, dict[str, Any]], root: Path = ROOT) -> type[Bas
 
 
 @contextmanager
-def serve(runs: dict[str, dict[str, Any]], root: Path = ROOT) -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), make_handler(runs, root))
+def serve(runs: dict[str, dict[str, Any]], root: Path = ROOT, port: int = 0) -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", port), make_handler(runs, root))
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
@@ -525,6 +527,7 @@ def main() -> None:
     parser.add_argument(
         "--root", type=Path, default=ROOT, help="serve static/ and templates/ from this checkout instead"
     )
+    parser.add_argument("--port", type=int, default=0, help="the stand-in server's port (default: any free)")
     args = parser.parse_args()
 
     from playwright.sync_api import sync_playwright
@@ -545,7 +548,7 @@ def main() -> None:
     if path is None:
         raise SystemExit("Chromium is not installed: run scripts/setup.sh --browser")
     results = []
-    with serve(runs, args.root) as base, sync_playwright() as p:
+    with serve(runs, args.root, args.port) as base, sync_playwright() as p:
         browser = p.chromium.launch(executable_path=path, args=CHROMIUM_ARGS)
         page, _ = open_viewer(browser, base, "small", runs["small"]["meta"]["n_events"])
         small_steps = min(args.steps, runs["small"]["meta"]["n_events"] // 4)

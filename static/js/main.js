@@ -655,6 +655,7 @@ window.lens = {
   },
   graphClasses: (id) => graph.classesFor(id),
   graphView: () => graph.view(),
+  graphAudit: () => graph.audit(),
   act,
   profile: null,
 };

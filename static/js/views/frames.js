@@ -170,8 +170,8 @@ function renderHolders(card, state, f, frame, changed) {
   html.length = holders.length;
 }
 
-// The frame's dictionaries keyed by gid, one row per gid.
-function gidTable(state, f, frame, changed) {
+// The frame's dictionaries keyed by gid, one row per gid: the rows' HTML, or null when it has none.
+function gidRows(state, f, frame, changed) {
   const gids = [
     ...new Set([
       ...Object.keys(frame.recomputed || {}),
@@ -180,13 +180,14 @@ function gidTable(state, f, frame, changed) {
       ...Object.keys(frame.early_stopped || {}),
     ]),
   ];
-  if (!gids.length) return `<p class="empty">not recomputed yet</p>`;
+  if (!gids.length) return null;
   const total = Object.keys(frame.holders || {}).length;
+  const here = changed.isChanged(`frames/${f}`); // no cell is marked when nothing under the frame changed
   const cell = (dict, g, text) => {
-    const mark = changed.isChanged(`frames/${f}/${dict}/${g}`) ? ' class="changed"' : "";
+    const mark = here && changed.isChanged(`frames/${f}/${dict}/${g}`) ? ' class="changed"' : "";
     return `<td${mark}>${text}</td>`;
   };
-  const rows = gids.map((g) => {
+  return gids.map((g) => {
     const rec = (frame.recomputed || {})[g];
     const recText =
       rec === undefined ? '<span class="dim">–</span>' : `{${Object.entries(rec).map(([i, t]) => `${esc(i)}: ${esc(tensorName(state, t))}`).join(", ")}}`;
@@ -202,12 +203,55 @@ function gidTable(state, f, frame, changed) {
       `</tr>`
     );
   });
-  return (
-    // Headers are code spans, so each explains itself (glossary.js).
-    `<table class="gids"><thead><tr><th><code class="th">gid</code></th><th><code class="th">recomputed<wbr>[gid]</code></th>` +
-    `<th title="recomp_counter[gid] / len(weak_holders)"><code class="th">recomp_<wbr>counter</code></th>` +
-    `<th><code class="th">is_<wbr>recomputed</code></th><th>early stop</th></tr></thead><tbody>${rows.join("")}</tbody></table>`
-  );
+}
+
+// Headers are code spans, so each explains itself (glossary.js).
+const GIDS_HEAD =
+  `<table class="gids"><thead><tr><th><code class="th">gid</code></th><th><code class="th">recomputed<wbr>[gid]</code></th>` +
+  `<th title="recomp_counter[gid] / len(weak_holders)"><code class="th">recomp_<wbr>counter</code></th>` +
+  `<th><code class="th">is_<wbr>recomputed</code></th><th>early stop</th></tr></thead><tbody>`;
+
+// Note [Gid rows kept]
+// ~~~~~~~~~~~~~~~~~~~~
+// A frame has one gid row per backward pass that recomputed it, so a long run's open card has
+// hundreds of them, and a step changes one cell or two (recomp_counter[gid] counting up).
+// Rebuilding the table, and looking for glossary terms in all of its text, then cost what the
+// run had done so far, at every such step. So only the rows whose HTML changed are replaced, as
+// for the holder rows. The table looks exactly as if rebuilt, glossary terms included: a term
+// is marked at its first occurrence in the table (decorate in glossary.js), and the header holds
+// the terms every table has; a replaced row is decorated on its own first, and if that finds a
+// term (a tensor named like one, say), or a row already holds one, the table is rebuilt and
+// decorated whole instead, as before.
+function renderGids(card, state, f, frame, changed) {
+  const rows = gidRows(state, f, frame, changed);
+  if (rows === null) {
+    setHTML(card, "gids", card.gids, `<p class="empty">not recomputed yet</p>`);
+    card.gidRows = null;
+    return;
+  }
+  const html = `${GIDS_HEAD}${rows.join("")}</tbody></table>`;
+  if (card.cache.gids === html) return;
+  const kept = card.gidRows;
+  if (kept && kept.html.length <= rows.length && !kept.body.querySelector(".term")) {
+    const trs = kept.body.rows;
+    let plain = true;
+    for (let i = 0; i < rows.length && plain; i++) {
+      if (kept.html[i] === rows[i]) continue;
+      const tmp = document.createElement("tbody");
+      tmp.innerHTML = rows[i];
+      decorate(tmp);
+      plain = !tmp.querySelector(".term");
+      if (i < trs.length) trs[i].replaceWith(tmp.firstChild);
+      else kept.body.appendChild(tmp.firstChild);
+      kept.html[i] = rows[i];
+    }
+    if (plain) {
+      card.cache.gids = html;
+      return;
+    }
+  }
+  setHTML(card, "gids", card.gids, html);
+  card.gidRows = { body: card.gids.querySelector("tbody"), html: rows.slice() };
 }
 
 function frameFacts(state, frame) {
@@ -264,6 +308,7 @@ function makeCard(state, f) {
     children: part(".frame-children"),
     cache: {},
     rows: null,
+    gidRows: null,
     cls: "",
     stale: true,
   };
@@ -294,7 +339,7 @@ function renderCard(state, f, changed, hot, nFrames) {
   if (open) {
     setHTML(card, "facts", card.facts, frameFacts(state, frame));
     renderHolders(card, state, f, frame, changed);
-    setHTML(card, "gids", card.gids, gidTable(state, f, frame, changed));
+    renderGids(card, state, f, frame, changed);
     card.stale = false;
   } else {
     card.stale = true; // rendered when opened

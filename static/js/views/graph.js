@@ -21,6 +21,7 @@ import { instance } from "../../vendor/viz-js/viz.js";
 import { readConfig } from "../api.js";
 import { clustersOf, collapseDot, foldsOf, parseDot } from "../dot.js";
 import { esc, frameName, gidLabel, nodeName, shape, tensorName } from "../format.js";
+import { perFrame } from "../frame.js";
 
 let root = null;
 let canvas = null;
@@ -46,6 +47,7 @@ let els = new Map();
 let edgesByEnd = new Map();
 let savedOf = new Map(); // node key -> ids of its s{node}_* elements
 let clustersOfFrame = new Map(); // frame key -> ids of r{frame}_* clusters and f{frame}_empty
+let membersBy = new Map(); // id -> the blocks of folded groups whose classes it may change
 let transient = new Set(); // ids styled by "in progress" state or the focus at the last render
 let hovered = null; // the element under the mouse, described in the info box
 let last = { state: null, ctx: null };
@@ -187,6 +189,7 @@ function index() {
   savedOf = new Map();
   clustersOfFrame = new Map();
   moduleOf = new Map();
+  membersBy = new Map();
   transient = new Set();
   for (const el of svg.querySelectorAll("g.node, g.cluster, g.edge")) {
     const id = el.id;
@@ -227,7 +230,8 @@ function index() {
       Object.assign(item, { kind: "module", nodes: nodeKeysIn(clusterInfo.get(id)) });
       for (const k of item.nodes) moduleOf.set(`n${k}`, id);
     } else if (foldInfo.has(id)) {
-      Object.assign(item, { kind: "fold", members: foldInfo.get(id).members.map(memberItem) });
+      Object.assign(item, { kind: "fold", members: foldInfo.get(id).members.map(memberItem), made: 0, busy: new Map() });
+      for (const member of item.members) indexMember(item, member);
       makeToggle(item, titleText);
     } else {
       item.kind = "other";
@@ -251,6 +255,65 @@ function memberItem(id) {
   if ((m = /^f(\d+)$/.exec(id))) return { id, kind: "frame", key: m[1] };
   if ((m = /^r(\d+)_(.+)$/.exec(id))) return { id, kind: "rcluster", key: m[1], gid: m[2] };
   return { id, kind: "module", nodes: nodeKeysIn(clusterInfo.get(id)) };
+}
+
+// Note [Folded boxes counted]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A folded group's box shows whether any of its blocks exists and which "busy" classes any of
+// them has (FOLD_BUSY). Recomputing that from every block whenever the box is restyled cost the
+// number of blocks per step: the recomputations of a long run fold into one group of thousands
+// of blocks (8,320 at 1M events), and the box is restyled at nearly every step of a backward
+// pass (a node inside it runs), so a step cost ~30 ms. Instead each block keeps what it gave
+// the box (`made`, `busyKeys`) and the box keeps the counts (`made`: blocks that exist, `busy`:
+// class -> blocks that have it); a step recounts only the blocks whose classes it may have
+// changed, found from the ids it restyles (`membersBy`, built per layout), exactly as the drawn
+// elements are: a block's classes (classesOf) read its frame (changes under frames/{k} name f{k}),
+// its nodes (nodes/{k} names n{k}, and a running node is a hot id n{k}), and the hot ids
+// (f{k} recomputing, r{k}_{gid} being recomputed, its own id in focus), all of which are in the
+// step's targets, or in `transient` at the step after. A full restyle recounts every block.
+// `audit()` checks the result against a count from scratch (tests/e2e/test_graph_view.py).
+function indexMember(fold, member) {
+  Object.assign(member, { fold, made: false, busyKeys: [] });
+  const by = (id) => {
+    if (!membersBy.has(id)) membersBy.set(id, []);
+    membersBy.get(id).push(member);
+  };
+  by(member.id);
+  if (member.kind === "rcluster") by(`f${member.key}`);
+  if (member.kind === "module") for (const k of member.nodes) by(`n${k}`);
+}
+
+// Recount one block of a folded group into its box's counts; true if they changed.
+function recount(member, state, hot) {
+  const cls = classesOf(member, state, hot);
+  const made = cls !== null;
+  const busy = made ? [...new Set(cls.filter((k) => FOLD_BUSY.has(k)))] : [];
+  const was = member.busyKeys;
+  if (member.made === made && busy.length === was.length && busy.every((k, i) => k === was[i])) return false;
+  const fold = member.fold;
+  fold.made += (made ? 1 : 0) - (member.made ? 1 : 0);
+  for (const k of was) fold.busy.set(k, fold.busy.get(k) - 1);
+  for (const k of busy) fold.busy.set(k, (fold.busy.get(k) || 0) + 1);
+  member.made = made;
+  member.busyKeys = busy;
+  return true;
+}
+
+// A folded group's classes from all its blocks, counted from scratch (the definition).
+function foldClassesFromScratch(item, state, hot) {
+  const busy = new Set();
+  let any = false;
+  for (const member of item.members) {
+    const c = classesOf(member, state, hot);
+    if (c === null) continue;
+    any = true;
+    for (const k of c) if (FOLD_BUSY.has(k)) busy.add(k);
+  }
+  if (!any) return null;
+  const cls = [...FOLD_BUSY].filter((k) => busy.has(k));
+  if (hot.inBox.has(item.id)) cls.push("running");
+  if (hot.focus.has(item.id)) cls.push("focus");
+  return cls;
 }
 
 // A cluster (or the box it collapsed into) is a button: Tab reaches it, Enter or Space toggles it.
@@ -352,17 +415,11 @@ function classesOf(item, state, hot) {
       break;
     }
     case "fold": {
-      // Present when one of its blocks is; busy when one of them is.
-      const busy = new Set();
-      let any = false;
-      for (const member of item.members) {
-        const c = classesOf(member, state, hot);
-        if (c === null) continue;
-        any = true;
-        for (const k of c) if (FOLD_BUSY.has(k)) busy.add(k);
-      }
-      if (!any) return null;
-      cls = [...busy];
+      // Present when one of its blocks is; busy when one of them is: from the counts its blocks
+      // keep (Note [Folded boxes counted]), in FOLD_BUSY's order.
+      if (!item.made) return null;
+      cls = [];
+      for (const k of FOLD_BUSY) if (item.busy.get(k) > 0) cls.push(k);
       if (hot.inBox.has(item.id)) cls.push("running");
       break;
     }
@@ -501,11 +558,23 @@ export function render(state, ctx) {
   }
   if (targets === null) {
     // Edges last: their presence depends on their ends'.
-    for (const item of els.values()) if (item.kind !== "edge") restyle(item, state, hot);
+    for (const item of els.values()) {
+      if (item.kind === "fold") for (const member of item.members) recount(member, state, hot);
+      if (item.kind !== "edge") restyle(item, state, hot);
+    }
     for (const item of els.values()) if (item.kind === "edge") restyle(item, state, hot);
   } else {
     for (const id of transient) targets.add(id);
     for (const id of hot.ids) targets.add(id);
+    // The blocks of folded groups these ids may restyle: Note [Folded boxes counted].
+    if (membersBy.size) {
+      const boxes = [];
+      for (const id of targets) {
+        const members = membersBy.get(id);
+        if (members) for (const m of members) if (recount(m, state, hot)) boxes.push(m.fold.id);
+      }
+      for (const id of boxes) targets.add(id);
+    }
     // What restyles an element restyles the box it is drawn in (a collapsed cluster, a folded
     // group) and its module instance's cluster; nothing to look up when there are none.
     if (swallowed.size || moduleOf.size) {
@@ -523,7 +592,9 @@ export function render(state, ctx) {
     for (const e of edges) restyle(e, state, hot);
   }
   transient = hot.ids;
-  if (minimap && !minimap.root.hidden) drawMinimap();
+  // The minimap is redrawn once a frame, not once a step: drawing it reads the layout (its view
+  // frame), which would force a style and layout pass in the middle of the step's rendering.
+  if (minimap && !minimap.root.hidden) drawMinimapSoon();
   if (hovered) describeHovered(); // stepping with the mouse on an element keeps its box current
   if (follow && (!ctx.playing || ctx.single) && ctx.defer) {
     const smooth = ctx.single && !ctx.playing;
@@ -765,6 +836,8 @@ function measure() {
   root.classList.remove("measuring");
 }
 
+const drawMinimapSoon = perFrame(() => drawMinimap());
+
 function drawMinimap() {
   if (!minimap || minimap.root.hidden || !natural.w) return;
   const maxW = 160;
@@ -884,7 +957,7 @@ function describe(item, state) {
   }
   if (item.kind === "fold") {
     const f = foldInfo.get(item.id);
-    const made = item.members.filter((m) => classesOf(m, state, { running: new Set(), unpacking: new Set(), recomputing: new Set(), recomputingKeys: new Set(), focus: new Set(), inBox: new Set() }) !== null).length;
+    const made = item.made; // Note [Folded boxes counted]
     return (
       `<b>${esc(f.label)}</b><br>${f.members.length} blocks with the same structure (the same ops, saving the same shapes), drawn as one box; ${made} of them exist at this step` +
       `<br><span class="dim">click to unfold them (${f.nodes} nodes)</span>`
@@ -895,6 +968,43 @@ function describe(item, state) {
     return `<b>module ${esc(c ? c.label : item.id)}</b><br>the nodes its forward made: one of a run of identical blocks; <span class="dim">Fold repeats draws the run as one box</span>`;
   }
   return "";
+}
+
+// For tests: the elements whose classes differ from what a full restyle from scratch gives at
+// this step (folded boxes counted from every block), as [id, shown, expected]; [] when none.
+export function audit() {
+  if (!svg || !last.state) return [];
+  const { state, ctx } = last;
+  const hot = hotOf(state, ctx.event);
+  if (ctx.storyStep && ctx.eventAt) {
+    for (const seq of ctx.storyStep.seqs) {
+      const e = ctx.eventAt(seq);
+      if (e && e !== ctx.event) for (const id of hotOf(state, e).focus) hot.focus.add(id);
+    }
+  }
+  const expected = new Map();
+  const text = (item, cls) => (cls === null ? `${item.base} absent` : `${item.base} ${cls.join(" ")}`);
+  for (const item of els.values()) {
+    if (item.kind === "edge") continue;
+    const cls = item.kind === "fold" ? foldClassesFromScratch(item, state, hot) : classesOf(item, state, hot);
+    expected.set(item.id, { cls, text: text(item, cls) });
+  }
+  const sorted = (t) => (t || "").split(" ").filter(Boolean).sort().join(" ");
+  const out = [];
+  for (const item of els.values()) {
+    let want;
+    if (item.kind === "edge") {
+      const a = expected.get(item.from);
+      const b = expected.get(item.to);
+      const present = Boolean(a && b && a.cls !== null && b.cls !== null);
+      const cls = present ? (hot.focus.has(item.id) ? ["focus"] : []) : null;
+      want = text(item, cls);
+    } else {
+      want = expected.get(item.id).text;
+    }
+    if (sorted(item.cls) !== sorted(want)) out.push([item.id, item.cls, want]);
+  }
+  return out;
 }
 
 // For tests and the bench: the classes of an element id now, or null.

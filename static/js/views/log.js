@@ -14,7 +14,7 @@ let rowsEl = null;
 let player = null;
 let onPick = null;
 let current = -1; // index of the selected event (step - 1)
-let drawn = { start: -1, end: -1, current: -2, length: -1 };
+let drawn = { start: -1, end: -1, length: -1 };
 // The scroll position and height, cached: reading them while a step renders would force a layout
 // (see defer in main.js). Scroll events and a ResizeObserver keep them current.
 let viewTop = 0;
@@ -54,45 +54,61 @@ export function grow() {
 
 const schedule = perFrame(draw);
 
+// A row's classes: its event's phase; the current event; a story step's own events in bold, the
+// other events it spans shaded (what this step did).
+function rowClass(i) {
+  const sel = (i === current ? " current" : "") + (i > spanFrom && i < current ? " in-step" : "") + (storySeqs.has(i) ? " story" : "");
+  return `log-row phase-${esc(player.events[i].phase || "none")}${sel}`;
+}
+
+// Note [Log rows kept]
+// ~~~~~~~~~~~~~~~~~~~
+// A step moves the selection, and at the story level the span of events the step covers; the
+// rows in view are usually the same. Rewriting them (innerHTML) made the browser rebuild and lay
+// out every row at every step, the costliest part of a step after the graph's; so while the
+// rows in view are the same ones, only the classes that differ are set (`classes` holds what
+// each row has), and the rows are rewritten only when the window of rows or the run's length
+// changes.
+let classes = []; // classes[i - drawn.start]: the class attribute of row i
+
 function draw() {
   const n = player.length;
   const start = Math.max(0, Math.floor(viewTop / ROW) - 5);
   const end = Math.min(n, Math.ceil((viewTop + viewHeight) / ROW) + 5);
-  if (start === drawn.start && end === drawn.end && n === drawn.length && span === drawn.span) {
-    // Same rows: move the selection only.
-    if (current !== drawn.current) {
-      const old = rowsEl.querySelector(".log-row.current");
-      if (old) old.classList.remove("current");
-      const row = current >= start && current < end ? rowsEl.children[current - start] : null;
-      if (row) row.classList.add("current");
-      drawn.current = current;
+  if (start === drawn.start && end === drawn.end && n === drawn.length) {
+    const rows = rowsEl.children;
+    for (let i = start; i < end; i++) {
+      const cls = rowClass(i);
+      if (classes[i - start] !== cls) {
+        rows[i - start].className = cls;
+        classes[i - start] = cls;
+      }
     }
     return;
   }
   const html = [];
+  classes = [];
   for (let i = start; i < end; i++) {
     const e = player.events[i];
-    // A story step's own events in bold, the other events it spans shaded: what this step did.
-    const sel = (i === current ? " current" : "") + (i > spanFrom && i < current ? " in-step" : "") + (storySeqs.has(i) ? " story" : "");
+    const cls = rowClass(i);
+    classes.push(cls);
     html.push(
-      `<div class="log-row phase-${esc(e.phase || "none")}${sel}" data-step="${i + 1}" style="top:${i * ROW}px">` +
+      `<div class="${cls}" data-step="${i + 1}" style="top:${i * ROW}px">` +
         `<span class="log-step">${i + 1}</span><span class="log-kind kind-${esc(e.kind)}">${esc(e.kind)}</span>` +
         `<span class="log-text">${esc(captionText(player.captions[i]))}</span></div>`,
     );
   }
   rowsEl.innerHTML = html.join("");
-  drawn = { start, end, current, length: n, span };
+  drawn = { start, end, length: n };
 }
 
 let spanFrom = -1; // the step the current step started from (events after it belong to it)
 let storySeqs = new Set();
-let span = "";
 
 export function render(state, ctx) {
   current = ctx.step - 1;
   spanFrom = ctx.stepStart - 1;
   storySeqs = new Set(ctx.storyStep ? ctx.storyStep.seqs : []);
-  span = `${spanFrom}:${ctx.storyStep ? ctx.storyStep.index : ""}`;
   if (current >= 0) {
     // Keep the selected row in view, a few rows from the edges.
     const top = current * ROW;

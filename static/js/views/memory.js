@@ -564,14 +564,22 @@ function placeCursor(step) {
   lastStep = step;
   const n = layout.n;
   if (!n || step < 1) {
-    cursor.style.display = "none";
+    setStyle("display", "none");
     return;
   }
-  cursor.style.display = "block";
+  // Only the transform changes from step to step; writing the same top and height again would
+  // still mark the cursor for layout.
   const px = layout.left + ((step - 0.5) / n) * layout.width;
-  cursor.style.transform = `translateX(${px}px)`;
-  cursor.style.top = `${layout.top - 4}px`;
-  cursor.style.height = `${layout.height + 4}px`;
+  setStyle("display", "block");
+  setStyle("transform", `translateX(${px}px)`);
+  setStyle("top", `${layout.top - 4}px`);
+  setStyle("height", `${layout.height + 4}px`);
+}
+
+const cursorStyle = {}; // what placeCursor last wrote
+function setStyle(key, value) {
+  if (cursorStyle[key] === value) return;
+  cursor.style[key] = cursorStyle[key] = value;
 }
 
 let shownReadout = "";
