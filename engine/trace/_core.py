@@ -43,6 +43,8 @@ import weakref
 from collections import deque
 from collections.abc import Callable
 from inspect import CO_ASYNC_GENERATOR, CO_COROUTINE, CO_GENERATOR
+from threading import get_ident
+from time import monotonic_ns
 from types import FrameType
 from typing import Any, Protocol, TypeVar
 
@@ -190,12 +192,17 @@ class _TrackedRef(weakref.ref):  # type: ignore[type-arg]
     __slots__ = ("dead_kind", "entry", "recorder")
     dead_kind: str
     entry: Any
-    recorder: RecorderCore
+    recorder: RecorderCore | None
 
 
 def _on_death(ref: _TrackedRef) -> None:
     """The weak-reference callback of ``RecorderCore.track``: the object behind it was freed."""
-    ref.recorder._dead(ref.dead_kind, ref.entry)
+    recorder, entry = ref.recorder, ref.entry
+    # A dead reference needs neither again; kept, they would make a cycle (the entry holds the
+    # reference) that only the cyclic garbage collector frees. See Note [Recorder fast paths].
+    ref.recorder = ref.entry = None
+    if recorder is not None:
+        recorder._dead(ref.dead_kind, entry)
 
 
 # Each recorder class's handler of each kind (``_k_<kind>``), looked up once per class and kind
@@ -272,9 +279,21 @@ class RecorderCore(TensorNames):
 
     def sink(self, kind: str, fields: dict[str, Any]) -> None:
         """What ``emit.emit`` calls. Events from other threads are ignored."""
-        if self.closed or threading.get_ident() != self._thread:
+        if self.closed or get_ident() != self._thread:
             return
-        self._receive(kind, fields)
+        if self._busy or self._foreign or self.truncated:
+            self._receive(kind, fields)
+        else:
+            # ``_receive`` inlined for the common case: nothing queued, nothing being handled.
+            self._busy = True
+            self._start = sys._getframe(1)
+            try:
+                self._handle(kind, fields)
+                while self._deferred:
+                    self._handle(*self._deferred.popleft())
+            finally:
+                self._busy = False
+                self._here = self._start = None
         if self.truncated:
             # Raised at every event from then on, so code that swallows it cannot run on.
             assert self._make_limit_error is not None and self._limit is not None
@@ -362,11 +381,24 @@ class RecorderCore(TensorNames):
     #   variables live until ``close``: only a block entered by calling ``__enter__`` from a
     #   function that returns first would see that). A generator's frame (a ``with`` block
     #   inside a generator) moves between stacks, so it is no anchor.
+    # - Lines by instruction. ``f_lineno`` decodes the code's line table from its start up to
+    #   the frame's instruction, so it costs more the further into the code the frame is (a
+    #   scenario's module-level statement 300 lines down: microseconds, at every event). A
+    #   code object's line at an instruction offset never changes (no tracer writes
+    #   ``f_lineno`` outside its own callback), so ``line()`` in _names.py remembers it per
+    #   (code object, ``f_lasti``), holding the code object so its ``id()`` stays its own.
     # - The common fields of an event are made in one dict display, the memory counters read
-    #   directly; each recorder class looks its handlers up by kind once (``_handlers``).
+    #   directly, ``where()`` inlined into ``append``; each recorder class looks its handlers
+    #   up by kind once (``_handlers``). ``sink`` handles an emission itself when nothing is
+    #   queued or being handled (``_receive`` is the general case).
     # - ``track`` gives each weak reference its recorder, entry and kind as attributes
     #   (``_TrackedRef``) and one function as callback, instead of a new closure per tracked
-    #   object: fewer objects made, and fewer for the cyclic garbage collector to visit.
+    #   object: fewer objects made, and fewer for the cyclic garbage collector to visit. The
+    #   reference drops its recorder and entry once it has fired (``_on_death``), and
+    #   ``close`` those of the live ones: otherwise each entry and its reference form a
+    #   cycle, and every tensor, node, frame and holder of the run would leave garbage that
+    #   only the collector frees (and the recorder, the trace's events with it, only at a full
+    #   collection), making each collection during the run longer.
     # - Naming: see Note [Naming fast paths] in ``_names.py``.
     #
     # The goldens (``tests/golden``) and the torch backend's tests pin every event these touch.
@@ -401,7 +433,7 @@ class RecorderCore(TensorNames):
         while f is not None:
             name = files.get(f.f_code.co_filename)
             if name is not None:
-                return f, name, f.f_lineno
+                return f, name, self.line(f)
             f = f.f_back
         return None, "", 0
 
@@ -461,13 +493,23 @@ class RecorderCore(TensorNames):
             return {"seq": seq, "kind": kind, **fields}
         frame = None
         if src is ...:
-            frame, src = self.where()
+            # ``where()``, inlined (Note [Recorder fast paths])
+            here = self._here if self._busy else None
+            if here is None:
+                here = self._walk(self._start if self._busy else sys._getframe(1))
+                if self._busy:
+                    self._here = here
+            frame = here[0]
+            if frame is not None:
+                src = {"file": here[1], "line": here[2]}  # a new dict: events never share a src
+            else:
+                src = None
         # One dict display (Note [Recorder fast paths]); a key of ``fields`` that is a common
         # field keeps the common field's place, as ``dict.update`` would.
         event: Event = {
             "seq": seq,
             "kind": kind,
-            "t_ns": time.monotonic_ns() - self._t0,
+            "t_ns": monotonic_ns() - self._t0,
             "phase": phase or self.phase(),
             "gid": self.gid() if gid is ... else gid,
             "src": src,
@@ -476,16 +518,19 @@ class RecorderCore(TensorNames):
         }
         events.append(event)
         unnamed = self._unnamed
-        if frame is not None and unnamed:
-            self._resolve_names(frame, src["line"])
-        # A tensor_new joins ``_unnamed`` once this returns: it is not final yet. See
-        # Note [Final events]; this is ``_update_final``, inlined.
-        limit = seq if kind == "tensor_new" else seq + 1
         if unnamed:
-            oldest = next(iter(unnamed.values())).event  # dicts keep emission order
-            if oldest is not None and oldest["seq"] < limit:
-                limit = oldest["seq"]
-        self._final = limit
+            if frame is not None and (id(frame), src["line"], self._n_tensors) != self._last_scan:
+                self._resolve_names(frame, src["line"])
+            # A tensor_new joins ``_unnamed`` once this returns: it is not final yet. See
+            # Note [Final events]; this is ``_update_final``, inlined.
+            limit = seq if kind == "tensor_new" else seq + 1
+            if unnamed:
+                oldest = next(iter(unnamed.values())).event  # dicts keep emission order
+                if oldest is not None and oldest["seq"] < limit:
+                    limit = oldest["seq"]
+            self._final = limit
+        else:
+            self._final = seq if kind == "tensor_new" else seq + 1
         if self._limit is not None and seq + 1 >= self._limit:
             self.truncated = True
         return event
@@ -738,8 +783,13 @@ class RecorderCore(TensorNames):
     def close(self) -> None:
         """Stop: drop every registry, so no weak-reference callback can fire into this recorder."""
         self.closed = True
-        for registry in (self._tensors, self._nodes, self._frames, self._holders, self._module_entries):
+        for registry in (self._tensors, self._nodes, self._frames, self._holders):
+            for entry in registry.values():
+                if isinstance(entry.ref, _TrackedRef):
+                    # No cycle left to the cyclic garbage collector (see ``_on_death``).
+                    entry.ref.recorder = entry.ref.entry = None
             registry.clear()
+        self._module_entries.clear()
         self._pending.clear()
         self._unnamed.clear()
         self._anchor = self._anchor_outer = None

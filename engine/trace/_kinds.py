@@ -40,6 +40,8 @@ class Recorder(RecorderCore):
 
     def _frame_in_hooks(self) -> int | None:
         """The innermost frame whose checkpoint or recomputation hooks are on the stack."""
+        if not self.hooks:
+            return None
         for entry in reversed(self.hooks):
             if entry["frame"] is not None:
                 return int(entry["frame"])

@@ -22,7 +22,7 @@ a scenario whose whole run is one call (``main()``) becomes final only at its en
 from __future__ import annotations
 
 from inspect import CO_OPTIMIZED
-from types import FrameType
+from types import CodeType, FrameType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -70,7 +70,11 @@ class TensorNames:
         self._last_scan = (0, 0, 0)  # (frame, line, tensors made) at the last variables scan
         self._statement: Statement = None  # the top-level statement of the last scan
         self._final = 0  # see the ``final`` property
-        self._flat_types: set[type] = set()  # see Note [Naming fast paths]
+        # see Note [Naming fast paths]: types not to look inside, and those of them not tensors
+        self._flat_types: set[type] = set()
+        self._plain_types: set[type] = set()
+        # id(code object) -> (the code object, its instruction offsets -> lines); see line()
+        self._lines: dict[int, tuple[CodeType, dict[int, int]]] = {}
 
     def statement(self, frame: FrameType | None) -> tuple[Statement, FrameType | None]:
         """The top-level statement running: the outermost recorded frame above ``frame`` (the
@@ -86,7 +90,23 @@ class TensorNames:
             if frame.f_code.co_filename in files:
                 outer = frame
             frame = frame.f_back
-        return (None, None) if outer is None else ((id(outer), outer.f_lineno), outer)
+        return (None, None) if outer is None else ((id(outer), self.line(outer)), outer)
+
+    def line(self, frame: FrameType) -> int:
+        """``frame.f_lineno``, remembered by code object and instruction: see Note [Recorder fast
+        paths] in _core.py."""
+        lasti = frame.f_lasti
+        if lasti < 256:
+            return frame.f_lineno  # near the code's start: as quick as the look-up
+        code = frame.f_code
+        known = self._lines.get(id(code))
+        if known is None or known[0] is not code:
+            known = self._lines[id(code)] = (code, {})
+        lines = known[1]
+        line = lines.get(lasti)
+        if line is None:
+            line = lines[lasti] = frame.f_lineno
+        return line
 
     def _resolve_names(self, frame: FrameType, line: int) -> None:
         """Name tensors after the variables of ``frame`` (a recorded file's) that hold them.
@@ -132,8 +152,8 @@ class TensorNames:
     # A scan of a scope (``_name_from``) changes something only if one of its values is an
     # unnamed tensor, or a list, tuple or module to look inside (its elements, its parameters).
     # Most scans find neither (the variables of a loop that binds its result a line later, a
-    # module's globals full of functions and imports), so before the loop that names, two
-    # checks made at C speed tell whether it can do anything:
+    # module's globals full of functions and imports), so before the loop that names, checks
+    # made at C speed tell whether it can do anything:
     #
     # - no value's ``id()`` is the key of an unnamed tensor (``_unnamed`` is keyed by ``id()``;
     #   a live object's ``id()`` is unique, so a tensor that is not among the keys is named or
@@ -143,24 +163,62 @@ class TensorNames:
     #   a value's type decides what the loop does with it, which holds as long as no object
     #   lies about its class).
     #
-    # When both hold the loop would set no name and see no new module: it is skipped.
+    # When both hold the loop would set no name and see no new module: it is skipped. A scope
+    # whose values' types are all flat and none a tensor class (``_plain_types``: most module
+    # globals) needs no look at the ids. When only the second check fails, the values to look
+    # inside are looked into the same way before giving up (a model's layers or parameters
+    # kept in a list, in scope at every event of the run): a list or tuple the loop would
+    # enter (64 elements at most, not a ``__`` name) whose elements' ids are no unnamed
+    # tensor's and whose modules all had their parameters named already (``_modules_seen``),
+    # and a module (not ``self``) already seen, change nothing either. Anything else, the
+    # loop runs as before.
 
-    def _nothing_to_name(self, values: list[Any]) -> bool:
-        """True if a scan of these values cannot name anything; see Note [Naming fast paths]."""
-        if not self._unnamed.keys().isdisjoint(map(id, values)):
-            return False
-        types = set(map(type, values))
+    def _flat(self, types: set[type]) -> bool:
+        """True if none of ``types`` is one to look inside; see Note [Naming fast paths]."""
         flat = self._flat_types
         if types <= flat:
             return True
+        nested = False
         for tp in types - flat:
             if tp is list or tp is tuple or issubclass(tp, self._Module):
+                nested = True
+            else:
+                flat.add(tp)
+                if not issubclass(tp, self._Tensor):
+                    self._plain_types.add(tp)
+        return not nested
+
+    def _nothing_to_name(self, scope: dict[str, Any], values: list[Any]) -> bool:
+        """True if a scan of ``scope`` (whose values are ``values``) cannot name anything or see a
+        new module; see Note [Naming fast paths]."""
+        types = set(map(type, values))
+        if types <= self._plain_types:
+            return True  # no tensor, nothing to look inside
+        if not self._unnamed.keys().isdisjoint(map(id, values)):
+            return False
+        if self._flat(types):
+            return True
+        flat = self._flat_types
+        return all(self._nothing_inside(name, v) for name, v in scope.items() if type(v) not in flat)
+
+    def _nothing_inside(self, name: str, value: Any) -> bool:
+        """True if the naming loop would change nothing looking into ``value`` (a list, a tuple or
+        a module), the variable ``name``'s value."""
+        module, seen = self._Module, self._modules_seen
+        if type(value) in (list, tuple):
+            if len(value) > 64 or name.startswith("__"):
+                return True  # not looked into
+            if not self._unnamed.keys().isdisjoint(map(id, value)):
                 return False
-            flat.add(tp)
-        return True
+            return self._flat(set(map(type, value))) or all(
+                id(v) in seen for v in value if isinstance(v, module)
+            )
+        if isinstance(value, module):
+            return name == "self" or id(value) in seen
+        return True  # a subclass of list or tuple: the loop passes it by
 
     def _name_from(self, scope: dict[str, Any]) -> None:
-        if self._nothing_to_name(list(scope.values())):
+        if self._nothing_to_name(scope, list(scope.values())):
             return
         tensor, module, unnamed = self._Tensor, self._Module, self._unnamed
         for name, value in list(scope.items()):
