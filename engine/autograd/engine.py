@@ -99,6 +99,8 @@ class ReadyQueue:
         task.outstanding_tasks += 1
         heap = self.heap
         heap.append((task.reentrant_depth, node._seq_nr, task, node, buffer))
+        if len(heap) == 1:
+            return  # the only entry is the heap (a chain's backward: one ready node at a time)
         # std::__push_heap
         hole = len(heap) - 1
         value = heap[hole]
@@ -463,8 +465,8 @@ def _finish(task: GraphTask) -> None:
 
 
 def evaluate_function(task: GraphTask, fn: Node, buffer: list[Tensor | None], queue: ReadyQueue) -> None:
-    info = task.exec_info.get(fn) if task.exec_info else None
     if task.exec_info:
+        info = task.exec_info.get(fn)
         assert info is not None
         inputs = buffer
         if not info.needed:

@@ -12,7 +12,7 @@ from types import MappingProxyType
 from typing import Any, ClassVar
 
 from engine._C import _tls
-from engine._tensor import Tensor
+from engine._tensor import Tensor, _init_tensor
 from engine.trace import emit
 from engine.utils.hooks import RemovableHandle
 
@@ -390,7 +390,8 @@ def grad_accumulator(t: Tensor) -> AccumulateGrad | None:
 
 def gradient_edge(t: Tensor) -> Edge:
     """Where the gradient of ``t`` goes: its grad_fn, its AccumulateGrad, or nowhere."""
-    fn = t._grad_fn if t._view is None else t.grad_fn  # only a view's grad_fn may need rebuilding
+    # Only a view's grad_fn may need rebuilding (Tensor.grad_fn); otherwise its slot is read.
+    fn = t._grad_fn_ if t._view is None else t.grad_fn
     if fn is not None:
         return (fn, t._output_nr)
     return (grad_accumulator(t), 0)
@@ -453,12 +454,14 @@ class SavedVariable:
             )
         self._saved_version = t._version_counter.version
         self._version_counter = t._version_counter
-        self._is_leaf = t.is_leaf
+        # Tensor.is_leaf, with the common answer (a grad_fn, not a view) read from the slots.
+        self._is_leaf = False if t._grad_fn_ is not None and t._view is None else t.is_leaf
         self._is_output = is_output
         self._output_nr = t._output_nr
         self._shape = t._data.shape
         self._dtype = t._dtype
-        hooks = _tls.saved_tensors_hooks[-1] if _tls.saved_tensors_hooks else None
+        stack = _tls.saved_tensors_hooks
+        hooks = stack[-1] if stack else None
         # Python numbers turned into tensors ("wrapped numbers") never reach user hooks.
         if hooks is not None and not t._wrapped_number:
             self._save_metadata(t)
@@ -473,7 +476,8 @@ class SavedVariable:
             self._data = t
         else:
             self._save_metadata(t)
-            self._data = Tensor._make(t._data)
+            self._data = object.__new__(Tensor)  # Tensor._make(t._data), one call fewer
+            _init_tensor(self._data, t._data)
             self._data._version_counter = t._version_counter
         if emit.enabled and saved_for is not None:
             emit.emit("saved", sv=self, tensor=t, node=saved_for, slot=slot)
@@ -517,7 +521,8 @@ class SavedVariable:
             raise RuntimeError(ERR_BACKWARD_TWICE)
         grad_fn = self._grad_fn
         if self._saved_original and self._data is not None:
-            grad_fn = self._data.grad_fn
+            original = self._data  # its grad_fn: only a view's may need rebuilding (Tensor.grad_fn)
+            grad_fn = original._grad_fn_ if original._view is None else original.grad_fn
         if not self._is_leaf and grad_fn is None:
             # The saved original lost its grad_fn to an in-place detach_(). Only a node's own
             # output is unpacked with saved_for (generated nodes unpack their inputs without it,
@@ -547,10 +552,11 @@ class SavedVariable:
         if grad_fn is None and not self._requires_grad and not data.requires_grad:
             return data
         # Re-link the saved data to its place in the graph (a new tensor object, as in PyTorch).
-        var = Tensor._make(data._data)
+        var = object.__new__(Tensor)  # Tensor._make(data._data), one call fewer
+        _init_tensor(var, data._data)
         var._version_counter = data._version_counter
         if grad_fn is not None:
-            var._grad_fn = grad_fn
+            var._grad_fn_ = grad_fn  # the slot behind _grad_fn: Note [Undeletable attributes]
             var._output_nr = self._output_nr
         else:
             var._requires_grad = self._requires_grad

@@ -13,7 +13,14 @@ from typing import TYPE_CHECKING, Any
 
 from engine._C import _tls
 from engine._tensor import Tensor
-from engine.autograd.graph import Node, SavedVariable, collect_next_edges
+from engine.autograd.graph import (
+    Edge,
+    InputMetadata,
+    Node,
+    SavedVariable,
+    _input_metadata_cache,
+    gradient_edge,
+)
 from engine.ops._kernel import _inplace_or_view, _run_kernel
 from engine.trace import emit
 
@@ -36,8 +43,11 @@ if TYPE_CHECKING:
 
 
 def _autograd_call(op: Op, bound: dict[str, Any]) -> Any:
-    if not _tls.grad_enabled and op._plain and not emit.enabled and not _tls.dispatch_modes:
-        return _run_kernel(op, bound)  # See Note [Layers with nothing to do]
+    if op._plain and not emit.enabled and not _tls.dispatch_modes:
+        if not _tls.grad_enabled:
+            return _run_kernel(op, bound)  # See Note [Layers with nothing to do]
+        if op._common:
+            return _common_autograd_call(op, bound)  # See Note [The common differentiable op]
     inputs = _differentiable_inputs(op, bound)
     requires_grad = (
         op.node_name is not None
@@ -96,6 +106,58 @@ def _autograd_call(op: Op, bound: dict[str, Any]) -> Any:
     if emit.enabled:
         _emit_op(op, bound, outs, node)
     return outs
+
+
+def _common_autograd_call(op: Op, bound: dict[str, Any]) -> Tensor:
+    """``_autograd_call`` for the common differentiable op, in grad mode, with no dispatch mode
+    active and no trace recorded: See Note [The common differentiable op]."""
+    inputs: list[Tensor | None] = list(map(bound.__getitem__, op.differentiable_inputs))
+    for t in inputs:
+        # Tensor.requires_grad, with its two common answers read from the slots first.
+        if t is not None and (t._requires_grad or t._grad_fn_ is not None or t.requires_grad):
+            break
+    else:
+        return _run_kernel(op, bound)  # nothing requires grad: no node
+    node = _make_node(op, inputs, op.differentiable_inputs)
+    if op.saved_inputs:
+        edges = node._next_edges
+        user_edges = op._saved_input_edges
+        assert user_edges is not None  # an op without TensorList parameters
+        saved: dict[str, SavedVariable] = {}
+        for name in op.saved_inputs:
+            for i in user_edges[name]:  # _is_saved
+                if edges[i][0] is not None:
+                    saved[name] = SavedVariable(bound[name], False, saved_for=node, slot=name)
+                    break
+        if saved:
+            node._saved = saved
+    if op.saved_attrs:
+        node._saved_attrs = {name: read(bound) for name, read in op.saved_attrs.items()}
+    out: Tensor = _run_kernel(op, bound)
+    out._grad_fn_ = node  # the slot behind _grad_fn: Note [Undeletable attributes] in _tensor.py
+    out._output_nr = 0
+    # InputMetadata.of(out), its cache read here first: Note [Objects per node] in graph.py.
+    meta = _input_metadata_cache.get((out._data.shape, out._dtype)) or InputMetadata.of(out)
+    node._input_metadata.append(meta)
+    for name in op.saved_outputs:
+        node._own("_saved")[name] = SavedVariable(out, True, saved_for=node, slot=name)
+    return out
+
+
+# Note [The common differentiable op]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Most op calls of a model are a differentiable op (a node name, formulas) with one differentiable
+# output that is neither written in place nor a view, without TensorList parameters or an
+# ``output_differentiability`` condition (``op._common``, fixed at registration). When such an op
+# is called in grad mode with no dispatch mode active and no trace recorded (tested per call, as
+# for Note [Layers with nothing to do]), ``_common_autograd_call`` does what ``_autograd_call``
+# does for it, with every branch that cannot apply left out: no in-place check, no view or
+# in-place history, no list inputs, one output; the kernel layer is called directly (the layers
+# between have nothing to do). It makes the same node with the same edges, saves the same
+# tensors in the same order (inputs by name, each if an edge whose formula uses it leads
+# somewhere; then the output), the same non-tensor values, and gives the output the same
+# history. Being only taken while no trace is recorded, it has no ``emit`` calls of its own; the
+# functions it shares (``_make_node``, ``SavedVariable``, ``_run_kernel``) keep theirs.
 
 
 # Note [Layers with nothing to do]
@@ -209,10 +271,11 @@ class _GeneratedNode(Node):
             saved_outputs = op._saved_output_set
             for name, sv in self._saved.items():
                 values[name] = sv.unpack(self if name in saved_outputs else None)
-        values.update(self._saved_attrs)
+        if self._saved_attrs:  # (the shared empty mapping is not a dict: updating from it is slower)
+            values.update(self._saved_attrs)
         values["grad"] = grads[0]
         values["grads"] = grads
-        if _all_none(grads):
+        if grads[0] is None and _all_none(grads):
             return [None] * len(self._slots)  # no formula runs without a gradient
         edges = self._next_edges
         # Node.task_should_compute_output, hoisted: the task and its plan are the same for every
@@ -239,6 +302,10 @@ class _GeneratedNode(Node):
             i += count
         return out
 
+    # What the engine calls (Node._apply): the same function, one call fewer per node. Only a
+    # custom Function's node needs ``_apply`` and ``apply`` apart.
+    _apply = apply
+
 
 def _all_none(grads: list[Tensor | None]) -> bool:
     for g in grads:
@@ -253,7 +320,22 @@ _NODE_CLASSES: dict[str, type[_GeneratedNode]] = {}
 def _make_node(op: Op, inputs: list[Tensor | None], slots: Sequence[str]) -> _GeneratedNode:
     cls = op._node_class or _node_class(op)  # See Note [Precomputed per op]
     node: _GeneratedNode = cls()
-    node._next_edges = collect_next_edges(inputs)
+    # collect_next_edges(inputs), with gradient_edge's two common answers worked out here: a
+    # tensor that is not a view has its grad_fn as is, and without one and without
+    # requires_grad (a wrapped number, a constant) no edge.
+    edges: list[Edge] = []
+    for t in inputs:
+        if t is None:
+            edges.append((None, 0))
+        elif t._view is not None:
+            edges.append(gradient_edge(t))
+        elif t._grad_fn_ is not None:
+            edges.append((t._grad_fn_, t._output_nr))
+        elif not t._requires_grad:
+            edges.append((None, 0))
+        else:
+            edges.append(gradient_edge(t))  # a leaf: its AccumulateGrad
+    node._next_edges = edges
     node._slots = slots
     if emit.enabled:
         emit.emit("node_new", node=node)
@@ -296,6 +378,6 @@ _ATTR_SUFFIXES: tuple[tuple[str, Callable[[Tensor], Any]], ...] = (
     ("_sym_argsize_0", lambda t: t.shape[0]),
     ("_sym_numel", lambda t: t.numel()),
     ("_sym_strides", lambda t: t.stride()),
-    ("_scalar_type", lambda t: t.dtype),
+    ("_scalar_type", operator.attrgetter("_dtype")),  # t.dtype
     ("_options", lambda t: t.dtype),
 )

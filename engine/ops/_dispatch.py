@@ -33,16 +33,18 @@ import numpy as np
 
 from engine._C import _tls
 from engine._tensor import Tensor
-from engine.ops._autograd_layer import _attr_reader, _autograd_call, _GeneratedNode
+from engine.ops._autograd_layer import _attr_reader, _autograd_call, _common_autograd_call, _GeneratedNode
 from engine.ops._kernel import (
     DispatchMode,
     _as_tensor,
     _python_dispatch,
+    _run_kernel,
     _scalar_type_name,
     _wrapped_number,
 )
 from engine.ops._out import call_out
 from engine.ops._samples import SampleInput
+from engine.trace import emit
 
 __all__ = ["OPS", "DispatchMode", "Op", "SampleInput", "_scalar_type_name", "composite", "op"]
 
@@ -159,8 +161,30 @@ class Op:
         self._formulas = tuple(
             (n, self.derivatives[n].fn, self.derivatives[n].needs) for n in self.differentiable_inputs
         )
+        # Binding only positional arguments (``x.add(y)``): the defaults of the parameters after
+        # the last one given, in signature order, for each count of positional arguments; None
+        # when a parameter without a default would be missing (``_bind``'s general loop raises).
+        self._n_positional = len(self._positional)
+        self._default_tails: tuple[dict[str, Any] | None, ...] = tuple(
+            {n: self._defaults[n] for n in self.param_names[k:]}
+            if all(n in self._defaults for n in self.param_names[k:])
+            else None
+            for k in range(len(self._positional) + 1)
+        )
+        # See Note [The common kernel call] in _kernel.py.
+        self._kernel_general = bool(self.list_params) or self.is_inplace
+        self._promotes = dtypes != "keep"
         # See Note [Layers with nothing to do] in _autograd_layer.py.
         self._plain = not self.is_inplace and view is None
+        # See Note [The common differentiable op] in _autograd_layer.py.
+        self._common = (
+            self._plain
+            and not self.list_params
+            and self.node_name is not None
+            and output_differentiability is None
+            and len(self.outputs) == 1
+            and self.differentiable_outputs == (True,)
+        )
         self._node_class: type[_GeneratedNode] | None = None  # made by the first call that builds a node
 
     # Note [Precomputed per op]
@@ -174,12 +198,49 @@ class Op:
     # string tests, no rebuilt sets per call. ``_bind`` also skips its defaults-and-missing loop
     # when every parameter is already bound (every key of ``bound`` is a parameter name, so a full
     # count means nothing is missing), and ops without a TensorList parameter (nearly all) take
-    # loops that need not ask, parameter by parameter, whether it is a list.
+    # loops that need not ask, parameter by parameter, whether it is a list. A call with only
+    # positional arguments (``x.add(y)``) adds the defaults of the parameters after them from
+    # ``_default_tails`` (in signature order, as the loop would), when none of those lacks a
+    # default; otherwise the loop runs and names the missing argument.
 
     def __repr__(self) -> str:
         return f"engine.ops.{self.name}"
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        n = len(args)
+        if kwargs or self.list_params or n > self._n_positional or (tail := self._default_tails[n]) is None:
+            return self._call(args, kwargs)
+        # See Note [The common call]: _bind and the start of _autograd_call, for positional
+        # arguments and no TensorList parameter.
+        bound = dict(zip(self._positional, args, strict=False))
+        if tail:
+            bound.update(tail)
+        for name in self.tensor_params:
+            v = bound[name]
+            if v is not None and not isinstance(v, Tensor):
+                bound[name] = _wrapped_number(v)
+        if _tls.below_autograd:
+            return _python_dispatch(self, bound)
+        if self._plain and not emit.enabled and not _tls.dispatch_modes:  # Note [Layers with nothing to do]
+            if not _tls.grad_enabled:
+                return _run_kernel(self, bound)
+            if self._common:
+                return _common_autograd_call(self, bound)  # Note [The common differentiable op]
+        return _autograd_call(self, bound)
+
+    # Note [The common call]
+    # ~~~~~~~~~~~~~~~~~~~~~~
+    # Most calls pass their arguments by position (``x.mul(y)``, ``x * 2``, every backward formula)
+    # to an op without a TensorList parameter, with the parameters after them all defaulted. For
+    # those, ``__call__`` binds and dispatches itself instead of calling ``_bind`` and
+    # ``_autograd_call``: the same dict in the same order (the positional arguments, then
+    # ``_default_tails``), the same Python numbers wrapped, then the same first tests as
+    # ``_autograd_call`` (Note [Layers with nothing to do]) picking the same layer. Every other
+    # call (keywords, ``out=``, TensorLists, too many or too few arguments, whose messages
+    # ``_bind`` words) takes ``_call``, the general path. Two Python calls fewer per op.
+
+    def _call(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """The general path of ``__call__``."""
         if kwargs and "out" in kwargs and self.accepts_out:
             return call_out(self, args, kwargs)  # See Note [out= variants]
         bound = self._bind(args, kwargs)
@@ -193,19 +254,24 @@ class Op:
                 f"{self.name}() takes {len(self._positional)} positional arguments but {len(args)} were given"
             )
         bound = dict(zip(self._positional, args, strict=False))
-        if kwargs:
+        tail = None if kwargs else self._default_tails[len(args)]
+        if tail is not None:
+            # See Note [Precomputed per op]: every parameter after the given ones has a default.
+            if tail:
+                bound.update(tail)
+        else:
             for k, v in kwargs.items():
                 if k not in self._param_set:
                     raise TypeError(f"{self.name}() got an unexpected keyword argument '{k}'")
                 if k in bound:
                     raise TypeError(f"{self.name}() got multiple values for argument '{k}'")
                 bound[k] = v
-        if len(bound) != len(self.param_names):  # See Note [Precomputed per op]
-            for n in self.param_names:
-                if n not in bound:
-                    if n not in self._defaults:
-                        raise TypeError(f"{self.name}() missing required argument '{n}'")
-                    bound[n] = self._defaults[n]
+            if len(bound) != len(self.param_names):  # See Note [Precomputed per op]
+                for n in self.param_names:
+                    if n not in bound:
+                        if n not in self._defaults:
+                            raise TypeError(f"{self.name}() missing required argument '{n}'")
+                        bound[n] = self._defaults[n]
         if not self.list_params:  # See Note [Precomputed per op]
             for n in self.tensor_params:
                 v = bound[n]

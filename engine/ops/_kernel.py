@@ -172,20 +172,114 @@ def _assert_no_internal_overlap(op: Op, t: Tensor) -> None:
 
 
 def _run_kernel(op: Op, bound: dict[str, Any]) -> Any:
+    global _quiet_state
+    if op._kernel_general:
+        return _run_general_kernel(op, bound)
+    # See Note [The common kernel call]: no TensorList parameter, not in place.
+    args: dict[str, Any] = {}
+    out_dtype: _dtype.dtype | None = None
+    if op._promotes:
+        # _result_type's common case, worked out while the inputs are read: one dtype ``d`` for
+        # every tensor that is not a wrapped number, floating (and no complex wrapped number)
+        # or complex.
+        d: _dtype.dtype | None = None
+        wrapped_complex = mixed = False
+        for n in op._single_tensor_params:
+            t = bound[n]
+            if t is None:
+                continue
+            if t._wrapped_number:
+                wrapped_complex = wrapped_complex or t._dtype._category == 3
+            elif d is None:
+                d = t._dtype
+            elif t._dtype is not d:
+                mixed = True
+        if d is not None and not mixed and (d._category == 3 or (d._category == 2 and not wrapped_complex)):
+            out_dtype = d
+        else:
+            tensors = [t for t in map(bound.__getitem__, op._single_tensor_params) if t is not None]
+            if tensors:
+                out_dtype = _dtype.result_type(tensors)
+                if op.dtypes == "float" and out_dtype._category < 2:  # neither floating nor complex
+                    out_dtype = _dtype.get_default_dtype()
+        if out_dtype is not None:
+            want = out_dtype._np
+            for n in op._single_tensor_params:
+                v = bound[n]
+                if v is None:
+                    args[n] = None
+                else:
+                    a = v._data
+                    args[n] = a if a.dtype is want else _cast(a, out_dtype)
+            if op.dtypes == "bool":
+                out_dtype = _dtype.bool_
+        else:  # no tensor at all: nothing to promote or cast
+            for n in op._single_tensor_params:
+                args[n] = None
+    else:  # "keep": the kernel decides, nothing is cast
+        for n in op._single_tensor_params:
+            v = bound[n]
+            args[n] = None if v is None else v._data
+    for n in op._other_params:
+        v = bound[n]
+        args[n] = v._data if isinstance(v, Tensor) else v
+    if _errstate is None:
+        result = op._quiet_kernel(**args)
+    else:  # _quiet_call(op, args), inlined: See Note [Quiet kernels]
+        outer = _errstate.get()
+        seen, quiet = _quiet_state
+        if seen is not outer:
+            quiet = _make_extobj(all="ignore")
+            _quiet_state = (outer, quiet)
+        token = _errstate.set(quiet)
+        try:
+            result = op.kernel(**args)
+        finally:
+            _errstate.reset(token)
+    if op.view is not None:
+        if isinstance(result, tuple):
+            return tuple(_wrap(r, None, True) for r in result)
+        return _wrap(result, None, True)
+    if isinstance(result, tuple):
+        dtypes = [out_dtype] + [None] * (len(result) - 1)
+        return tuple(_wrap(r, d) for r, d in zip(result, dtypes, strict=True))
+    # _wrap(result, out_dtype), inlined for the common result: a C-contiguous array of out_dtype.
+    if (
+        type(result) is np.ndarray
+        and (out_dtype is None or result.dtype is out_dtype._np)
+        and result.flags.c_contiguous
+    ):
+        t = object.__new__(Tensor)
+        _init_tensor(t, result)
+        return t
+    return _wrap(result, out_dtype)
+
+
+# Note [The common kernel call]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Nearly every op call has no TensorList parameter and does not write in place
+# (``op._kernel_general`` false, fixed at registration); its kernel layer is ``_run_kernel``'s
+# first part, the general one (``_run_general_kernel``) taking the rest. Both do the same: the
+# result dtype is PyTorch's ``result_type`` of the tensor inputs (with ``dtypes="float"``,
+# integers become the default dtype; ``"bool"``: the result is bool; ``"keep"``: the kernel
+# decides and nothing is cast), each input is cast to it, and the result is wrapped as a tensor
+# of that dtype. The common part reads each input once while working out ``_result_type``'s
+# common case (See its docstring) and only builds the list for the general rule when that case
+# does not apply; the string tests on ``op.dtypes`` are made once, at registration
+# (``op._promotes``).
+
+
+def _run_general_kernel(op: Op, bound: dict[str, Any]) -> Any:
     out_dtype: _dtype.dtype | None = None
     cast_to: _dtype.dtype | None = None
     list_params = op.list_params
     if op.dtypes != "keep":  # with "keep" the kernel decides: nothing to promote
-        tensors: list[Tensor] = []
-        for n in op._single_tensor_params:
-            t = bound[n]
-            if t is not None:
-                tensors.append(t)
+        tensors = [t for t in map(bound.__getitem__, op._single_tensor_params) if t is not None]
         for n in list_params:
             tensors.extend(t for t in bound[n] if t is not None)
         if tensors:
             common = _result_type(tensors)
-            if op.dtypes == "float" and not (common.is_floating_point or common.is_complex):
+            if op.dtypes == "float" and common._category < 2:  # neither floating nor complex
                 common = _dtype.get_default_dtype()
             cast_to = common
             out_dtype = _dtype.bool_ if op.dtypes == "bool" else common
@@ -211,45 +305,86 @@ def _run_kernel(op: Op, bound: dict[str, Any]) -> Any:
             else:
                 args[n] = v
     if op.is_inplace:
-        self_t: Tensor = bound["self"]
-        if op.view is None:
-            _assert_no_internal_overlap(op, self_t)
-        result = op._quiet_kernel(**args)  # See Note [Quiet kernels]
-        if op.view == "inplace":
-            # An in-place view op (t_, as_strided_) changes self's geometry, not its values: self
-            # now looks at the same memory through the kernel's NumPy view.
-            self_t._data = result
-            return self_t
-        if isinstance(result, tuple):
-            result = result[0]
-        if out_dtype is not None and not _can_cast(out_dtype, self_t._dtype):
-            raise RuntimeError(
-                f"result type {_scalar_type_name(out_dtype)} can't be cast to the desired output "
-                f"type {_scalar_type_name(self_t._dtype)}"
-            )
-        if np.shape(result) != self_t._data.shape:
-            raise RuntimeError(
-                f"output with shape {list(self_t._data.shape)} doesn't match the broadcast shape "
-                f"{list(np.shape(result))}"
-            )
-        if result is not self_t._data:
-            np.copyto(self_t._data, result, casting="unsafe")
-        return self_t
-    result = op._quiet_kernel(**args)  # See Note [Quiet kernels]
+        return _run_inplace_kernel(op, bound, args, out_dtype)
+    result = _quiet_call(op, args)  # See Note [Quiet kernels]
     view = op.view is not None
     if isinstance(result, tuple):
-        dtypes = [out_dtype] + [None] * (len(result) - 1) if op.view is None else [None] * len(result)
+        dtypes = [out_dtype] + [None] * (len(result) - 1) if not view else [None] * len(result)
         return tuple(_wrap(r, d, view) for r, d in zip(result, dtypes, strict=True))
     return _wrap(result, None if view else out_dtype, view)
+
+
+def _run_inplace_kernel(
+    op: Op, bound: dict[str, Any], args: dict[str, Any], out_dtype: _dtype.dtype | None
+) -> Tensor:
+    self_t: Tensor = bound["self"]
+    if op.view is None:
+        _assert_no_internal_overlap(op, self_t)
+    result = _quiet_call(op, args)  # See Note [Quiet kernels]
+    if op.view == "inplace":
+        # An in-place view op (t_, as_strided_) changes self's geometry, not its values: self
+        # now looks at the same memory through the kernel's NumPy view.
+        self_t._data = result
+        return self_t
+    if isinstance(result, tuple):
+        result = result[0]
+    if out_dtype is not None and not _can_cast(out_dtype, self_t._dtype):
+        raise RuntimeError(
+            f"result type {_scalar_type_name(out_dtype)} can't be cast to the desired output "
+            f"type {_scalar_type_name(self_t._dtype)}"
+        )
+    if np.shape(result) != self_t._data.shape:
+        raise RuntimeError(
+            f"output with shape {list(self_t._data.shape)} doesn't match the broadcast shape "
+            f"{list(np.shape(result))}"
+        )
+    if result is not self_t._data:
+        np.copyto(self_t._data, result, casting="unsafe")
+    return self_t
 
 
 # Note [Quiet kernels]
 # ~~~~~~~~~~~~~~~~~~~~
 # Kernels run under ``np.errstate(all="ignore")``: IEEE results (nan, inf) without NumPy's
-# warnings, like torch. The op table wraps each kernel once, when the op is registered
-# (``op._quiet_kernel = np.errstate(all="ignore")(kernel)``, NumPy's documented decorator form,
-# thread-safe), instead of entering a new ``errstate`` context around every call: the same error
-# state for the same call, about half the cost. ``op.kernel`` stays the bare NumPy function.
+# warnings, like torch. ``np.errstate`` builds NumPy's error-state object from its keyword
+# arguments at every entry, and its decorator form adds a ``*args, **kwargs`` call around the
+# kernel; together about as much as a small kernel itself. ``_quiet_call`` does what the
+# decorator does (set NumPy's error-state context variable, call, reset it) with the object
+# made once per *outer* state: ``_make_extobj(all="ignore")`` depends only on the state it is
+# entered from (it keeps that state's buffer size and error callback), so the answer for the
+# last outer state seen is kept beside it, and reused while the outer state is that same object
+# (held by the cache, so its identity cannot be reused). A user's ``np.errstate``/``np.seterr``
+# makes a new outer object, hence a new answer. The kernel sees exactly the error state the
+# decorator gave it, and the caller's state is put back on return or on an error. These are
+# NumPy's private names (``numpy._core.umath``, as ``np.errstate`` imports them): without them,
+# the decorator is used. ``_run_kernel``'s common path has the same lines inlined (one call
+# fewer per op). ``op.kernel`` stays the bare NumPy function.
+_errstate: Any = None  # NumPy's error-state context variable (None: not found)
+_make_extobj: Any = None  # and how NumPy makes a state
+try:
+    from numpy._core import umath as _umath
+
+    _errstate, _make_extobj = _umath._extobj_contextvar, _umath._make_extobj
+except (ImportError, AttributeError):  # another NumPy: np.errstate's decorator (Op._quiet_kernel)
+    pass
+_quiet_state: tuple[Any, Any] = (None, None)  # (outer state, its all-ignore state)
+
+
+def _quiet_call(op: Op, args: dict[str, Any]) -> Any:
+    """``op.kernel(**args)`` under ``np.errstate(all="ignore")``: See Note [Quiet kernels]."""
+    global _quiet_state
+    if _errstate is None:
+        return op._quiet_kernel(**args)
+    outer = _errstate.get()
+    seen, quiet = _quiet_state
+    if seen is not outer:
+        quiet = _make_extobj(all="ignore")
+        _quiet_state = (outer, quiet)
+    token = _errstate.set(quiet)
+    try:
+        return op.kernel(**args)
+    finally:
+        _errstate.reset(token)
 
 
 def _result_type(tensors: list[Tensor]) -> _dtype.dtype:

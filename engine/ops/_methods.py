@@ -74,7 +74,8 @@ def install(namespace: dict[str, Any]) -> None:
     Tensor.__radd__ = binary(ops.add)  # type: ignore[method-assign]
     Tensor.__iadd__ = lambda self, other: ops.add_(self, other)  # type: ignore[method-assign]
     Tensor.__sub__ = binary(ops.sub)  # type: ignore[method-assign]
-    Tensor.__rsub__ = lambda self, other: ops.rsub(self, other)  # type: ignore[method-assign]
+    # ``2 - x``: the composite ``rsub`` would only call rsub.Scalar with the same arguments.
+    Tensor.__rsub__ = lambda self, other: ops.rsub_Scalar(self, other)  # type: ignore[method-assign]
     Tensor.__isub__ = lambda self, other: ops.sub_(self, other)  # type: ignore[method-assign]
     Tensor.__mul__ = binary(ops.mul)  # type: ignore[method-assign]
     Tensor.__rmul__ = binary(ops.mul)  # type: ignore[method-assign]

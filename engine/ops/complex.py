@@ -31,7 +31,7 @@ def handle_r_to_c(self_scalar_type: _dtype.dtype, grad: Tensor) -> Tensor:
     """The gradient of a real input whose formula produced a complex value: its real part
     (PyTorch's ``handle_r_to_c``; the imaginary part is the derivative along a direction the
     real input cannot move in)."""
-    if not self_scalar_type.is_complex and grad.is_complex():
+    if self_scalar_type._category != 3 and grad._dtype._category == 3:  # real input, complex grad
         return real(grad)
     return grad
 
@@ -146,7 +146,7 @@ def conj(self: Tensor) -> Tensor:
 
     PyTorch's ``conj()`` is lazy: a view with a conjugate bit, resolved when read. NumPy has no
     such bit, so here it computes the conjugate (same values and grad_fn, but not a view)."""
-    return _conj(self) if self.is_complex() else self
+    return _conj(self) if self._dtype._category == 3 else self  # self.is_complex(), read directly
 
 
 # --- building and taking apart complex values -------------------------------------------------

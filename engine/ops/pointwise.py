@@ -223,9 +223,18 @@ def rsub_Scalar(self: Tensor, other: complex, alpha: complex = 1) -> Array:  # n
     # The numbers take part in type promotion: ``1j - x`` is complex. With one tensor, of any
     # dimension, result_type([self, other, alpha]) is c10's combine_categories of self's dtype and
     # the numbers' own result: worked out here without wrapping the array as a tensor.
-    out = _dtype._combine_categories(_dtype.from_numpy(self.dtype), _dtype.result_type([other, alpha]))
+    d = _dtype._BY_NUMPY.get(self.dtype)
+    if (
+        d is not None
+        and d._category == 2
+        and not isinstance(other, complex)
+        and not isinstance(alpha, complex)
+    ):
+        out = d  # a floating tensor and real numbers (the common ``1 - x``): the tensor's dtype
+    else:
+        out = _dtype._combine_categories(_dtype.from_numpy(self.dtype), _dtype.result_type([other, alpha]))
     x = self.astype(out._np, copy=False)  # a new array is made below in any case
-    if not (type(alpha) is int and alpha == 1 and out.is_floating_point):
+    if not (type(alpha) is int and alpha == 1 and out._category == 2):  # a floating result
         x = alpha * x  # (1 * x is x for real floats: the common ``1 - x`` skips it)
     return (other - x).astype(out._np, copy=False)
 
