@@ -24,12 +24,16 @@ one process; the workers:
   ``emit.enabled`` check is replaced by ``False`` (Python then compiles the checks away; the same
   build as bench/bench_trace.py): the engine with emission removed. It cannot share a process
   with the real engine (both are the package ``engine``), so off / no-emit is the one ratio taken
-  across two processes, still round by round.
+  across two processes, still round by round;
+- ``1t-b``: a second ``1t`` worker, the same build: "off/off (control)" times the engine in both,
+  which would be 1.00x if two processes ran alike; how far it strays is the noise of the one ratio
+  taken across processes (off / no-emit).
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import platform
@@ -63,6 +67,7 @@ ONE_THREAD_ENV = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_
 def worker(threads: str, with_torch: bool) -> None:
     """Answer timing requests on stdin (one JSON object a line) until stdin closes."""
     sys.path.insert(0, str(BENCH))
+
     import numpy as np
     import workloads
 
@@ -86,6 +91,8 @@ def worker(threads: str, with_torch: bool) -> None:
             else:  # engine, recorded
                 built[key] = workloads.build(engine, name)
             built[key]()  # warm up: first-call costs are not what we measure
+            gc.collect()
+            gc.freeze()  # see Note [Worker clocks and heaps]
         return built[key]
 
     info = {
@@ -96,31 +103,44 @@ def worker(threads: str, with_torch: bool) -> None:
         "python": platform.python_version(),
     }
     print(json.dumps(info), flush=True)
+    # Note [Worker clocks and heaps]
+    # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+    # A one-thread worker times with the CPU time of its process, not the wall clock: on a shared
+    # machine the wall clock also counts the time the process waited for a core, which grows with
+    # the other jobs and more for the longer side of a ratio. (A default-threads worker keeps the
+    # wall clock: its CPU time would add up its threads.) And once a workload is built and warmed
+    # up, everything alive is frozen out of the cyclic garbage collector (``gc.freeze``): a worker
+    # holds torch's and the engine's modules at once (some 160,000 tracked objects), which every
+    # full collection would scan, a cost that falls on whichever side allocates more and that
+    # neither library has in a program of its own. What a workload allocates is still collected.
+    # (The "stored" side keeps the wall clock: storing waits on the disk too.)
+    clock = time.process_time if threads == "1" else time.perf_counter
     for line in sys.stdin:
         req = json.loads(line)
         side, name, number = req["side"], req["workload"], req["number"]
         fn = fn_of(side, name)
         events = 0
         if side == "recorded":
-            t0 = time.perf_counter()
+            t0 = clock()
             for _ in range(number):
                 with engine.trace.record() as tr:
                     fn()
                 events += len(tr.events)
-            seconds = time.perf_counter() - t0
+            seconds = clock() - t0
         elif side == "stored":
             seconds, events = _store_round(fn, number)
         else:
-            t0 = time.perf_counter()
+            t0 = clock()
             for _ in range(number):
                 fn()
-            seconds = time.perf_counter() - t0
+            seconds = clock() - t0
         print(json.dumps({"t": seconds / number, "events": events / number}), flush=True)
 
 
 def _store_round(fn: Any, number: int) -> tuple[float, int]:
     """Record ``fn`` once, then time what the app does with its events: annotate each (reducer
-    changes, caption: app/runs.py EventWriter) and store them in SQLite batches (app/store.py)."""
+    changes, caption: app/runs.py EventWriter) and store them in SQLite batches (app/store.py).
+    Timed by the wall clock: storing waits on the disk too."""
     import engine
     from app.runs import EventWriter
     from app.store import Store
@@ -216,6 +236,16 @@ def comparisons(workload: str, workers: dict[str, Worker]) -> list[tuple[str, Ce
     if "no-emit" in workers and workload != "transformer":
         rows.append(
             (f"{workload} off/no-emit", ("1t", "engine"), ("no-emit", "engine"), 1.03, "emission removed")
+        )
+    if "1t-b" in workers and workload != "transformer":
+        rows.append(
+            (
+                f"{workload} off/off (control)",
+                ("1t", "engine"),
+                ("1t-b", "engine"),
+                None,
+                "the same build in another process: how far a ratio across processes strays",
+            )
         )
     return rows
 
@@ -505,6 +535,7 @@ def main() -> int:
         workers["no-emit"] = Worker(
             "no-emit", py, "1", no_emit_build(tmp), True
         )  # torch imported, unused: alike processes
+        workers["1t-b"] = Worker("1t-b", py, "1", ROOT, True)  # the control of off/no-emit
         figures = run_rounds(workers, [w for w in args.workloads.split(",") if w], args.rounds)
         infos = {k: w.info for k, w in workers.items()}
     finally:
