@@ -46,6 +46,14 @@ figure (bench/run_all.py reads it for ``make bench``). ``--cache DIR`` keeps the
 between invocations (keyed by the scenario's text; delete it after changing the engine);
 ``--root DIR`` serves another checkout's ``static/`` and ``templates/`` (to compare a change with
 what it changed), ``--port N`` the stand-in on a given port.
+
+``--ab DIR [--rounds N]`` compares the viewer served from ``DIR`` (an export of ``static/`` and
+``templates/`` before a change) with this checkout's, as interleaved rounds on the shared machine:
+both pages open side by side in one browser, and each round takes the same 20 jumps, and 60 steps
+forward then back at the start, middle and end of the run, on each page in turn (the order
+alternating); reported are each side's median and p95 over all rounds and the medians of the
+rounds' p50 and p95 ratios (after / before), which is what carries over from a loaded machine. Below 1M
+events, each round also opens a fresh page of each side for 10 cold jumps.
 """
 
 from __future__ import annotations
@@ -511,6 +519,78 @@ def figures(results: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return out
 
 
+# --- interleaved A/B ------------------------------------------------------------------------------
+
+AB_ROUND_JS = """
+async ({what, seed, where}) => {
+  const lens = window.lens, P = lens.player, n = P.length;
+  const frame = () => new Promise((r) => requestAnimationFrame(() => setTimeout(r, 0)));
+  const sample = (fn) => { const t0 = performance.now(); fn(); document.body.offsetHeight;
+                           return performance.now() - t0; };
+  while (P.aheadStep < n) await frame();
+  let s = seed; const rand = () => ((s = (s * 1103515245 + 12345) % 2147483648) / 2147483648);
+  const out = [];
+  if (what === "jump") {
+    for (let i = 0; i < 20; i++) {
+      const to = Math.floor(rand() * n);
+      out.push(sample(() => lens.act("goto", to)));
+      await frame();
+    }
+  } else {
+    lens.act("goto", where === "start" ? 0 : where === "middle" ? Math.floor(n / 2) - 60 : n - 61);
+    await frame();
+    for (const act of ["forward", "back"]) {
+      for (let i = 0; i < 60; i++) { out.push(sample(() => lens.act(act))); if (i % 25 === 0) await frame(); }
+    }
+  }
+  return out;
+}
+"""
+
+
+def p95(samples: list[float]) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+
+
+def ab_size(browser: Any, bases: dict[str, str], run_id: str, n: int, rounds: int) -> None:
+    """Interleaved rounds on the viewer before (bases["before"]) and after (bases["after"])."""
+    pages = {side: open_viewer(browser, base, run_id, n)[0] for side, base in bases.items()}
+    kinds = ["jump", "step (start)", "step (middle)", "step (end)"] + (["jump cold"] if n < 1_000_000 else [])
+    samples: dict[tuple[str, str], list[float]] = {(k, side): [] for k in kinds for side in bases}
+    ratios: dict[str, list[float]] = {k: [] for k in kinds}  # per round: p95 after / before
+    medians: dict[str, list[float]] = {k: [] for k in kinds}  # per round: median after / before
+    for r in range(rounds):
+        order = ["before", "after"] if r % 2 == 0 else ["after", "before"]
+        for kind in kinds:
+            got: dict[str, list[float]] = {}
+            for side in order:
+                if kind == "jump cold":
+                    page, _ = open_viewer(browser, bases[side], run_id, n)
+                    got[side] = page.evaluate(COLD_JUMPS_JS, {"jumps": 10, "seed": 7 + r})["samples"]
+                    page.close()
+                else:
+                    pages[side].bring_to_front()
+                    where = kind[6:-1] if kind.startswith("step") else None
+                    what = "jump" if where is None else "step"
+                    got[side] = pages[side].evaluate(
+                        AB_ROUND_JS, {"what": what, "seed": 11 + r, "where": where}
+                    )
+                samples[(kind, side)] += got[side]
+            ratios[kind].append(p95(got["after"]) / p95(got["before"]))
+            medians[kind].append(statistics.median(got["after"]) / statistics.median(got["before"]))
+    print(f"\n{label(n)}: {rounds} interleaved rounds (ms: median / p95 over all rounds)")
+    head = "after/before (median of the rounds' p50, p95 ratios)"
+    print(f"{'measurement':16} {'before':>16} {'after':>16}  {head}")
+    for kind in kinds:
+        b, a = samples[(kind, "before")], samples[(kind, "after")]
+        cells = [f"{statistics.median(x):6.1f} / {p95(x):6.1f}" for x in (b, a)]
+        p50_ratio, p95_ratio = statistics.median(medians[kind]), statistics.median(ratios[kind])
+        print(f"{kind:16} {cells[0]:>16} {cells[1]:>16}  {p50_ratio:.2f}, {p95_ratio:.2f}")
+    for page in pages.values():
+        page.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -528,6 +608,10 @@ def main() -> None:
         "--root", type=Path, default=ROOT, help="serve static/ and templates/ from this checkout instead"
     )
     parser.add_argument("--port", type=int, default=0, help="the stand-in server's port (default: any free)")
+    parser.add_argument(
+        "--ab", type=Path, help="compare the viewer served from this directory (before) with --root's"
+    )
+    parser.add_argument("--rounds", type=int, default=10, help="interleaved rounds of --ab")
     args = parser.parse_args()
 
     from playwright.sync_api import sync_playwright
@@ -547,6 +631,18 @@ def main() -> None:
     path = chromium_path()
     if path is None:
         raise SystemExit("Chromium is not installed: run scripts/setup.sh --browser")
+    if args.ab:
+        before_port = args.port + 1 if args.port else 0
+        with (
+            serve(runs, args.ab, before_port) as before,
+            serve(runs, args.root, args.port) as after,
+            sync_playwright() as p,
+        ):
+            browser = p.chromium.launch(executable_path=path, args=CHROMIUM_ARGS)
+            for n in args.sizes:
+                ab_size(browser, {"before": before, "after": after}, label(n), n, args.rounds)
+            browser.close()
+        return
     results = []
     with serve(runs, args.root, args.port) as base, sync_playwright() as p:
         browser = p.chromium.launch(executable_path=path, args=CHROMIUM_ARGS)

@@ -85,6 +85,7 @@ export function changedPaths(changes) {
   return {
     isChanged: (path) => under.has(path) || isReplaced(path),
     isReplaced,
+    isAtOrUnder: (path) => under.has(path), // a change at or under `path` (not above it)
     any: at.size > 0,
   };
 }

@@ -5,7 +5,10 @@ runs) must look exactly as if drawn from scratch at that step:
   counts its blocks keep, recounted only for the blocks a move may have changed; after every step
   and jump, every element's classes equal a restyle from scratch (``lens.graphAudit()``);
 - Note [Gid rows kept] (static/js/views/frames.js) and Note [Log rows kept] (views/log.js): the
-  frames panel and the event log reached by stepping equal those of a page opened at that step.
+  frames panel and the event log reached by stepping, or by jumping, equal those of a page opened
+  at that step;
+- Note [Ledger rows marked while shown] (views/ledger.js): the ledger's rows, marked only while
+  it is shown, are marked as the step says once its tab is chosen or its window opened.
 """
 
 from __future__ import annotations
@@ -117,3 +120,66 @@ def test_frames_and_log_reached_by_steps_equal_those_drawn_at_the_step(
             both = stepped["log"].keys() & drawn["log"].keys()
             assert str(target) in both
             assert {k: stepped["log"][k] for k in both} == {k: drawn["log"][k] for k in both}, target
+
+
+def test_frames_and_log_reached_by_jumps_equal_those_drawn_at_the_step(
+    page: Page, browser: Any, live_server: str, blocks: dict[str, Any]
+) -> None:
+    n = blocks["n"]
+    # Far jumps back and forth (a snapshot restored, the log's rows all moved), and a short one.
+    targets = [n - 3, 40, n // 2, n - 60, n // 2 + 7]
+    open_run(page, live_server, blocks["id"], step=n // 3)
+    with checked_page(browser) as fresh:
+        for target in targets:
+            page.evaluate("(to) => window.lens.act('goto', to)", target)
+            assert page.evaluate("window.lens.player.step") == target
+            open_run(fresh, live_server, blocks["id"], step=target)
+            jumped, drawn = panels(page), panels(fresh)
+            assert jumped["frames"] == drawn["frames"], target
+            both = jumped["log"].keys() & drawn["log"].keys()
+            assert str(target) in both
+            assert {k: jumped["log"][k] for k in both} == {k: drawn["log"][k] for k in both}, target
+
+
+def ledger_marks(page: Page, ledger: list[dict[str, Any]]) -> tuple[list[str], list[str]]:
+    """The ledger's rows marked "past" (their data-id, in order), and the entries the memory report
+    says were saved by the current step (an entry saved by event seq is saved from step seq + 1)."""
+    marked = page.evaluate(
+        "() => [...document.querySelectorAll('#view-memory .lg-entry.past, .ledger-box .lg-entry.past')]"
+        ".map((r) => r.dataset.id)"
+    )
+    step = page.evaluate("window.lens.player.step")
+    return list(marked), [e["id"] for e in ledger if e["seq"] + 1 <= step]
+
+
+def test_ledger_rows_hidden_during_jumps_are_marked_when_shown(
+    page: Page, live_server: str, blocks: dict[str, Any]
+) -> None:
+    n = blocks["n"]
+    ledger = api(live_server, f"/api/runs/{blocks['id']}/memory")["ledger"]
+    open_run(page, live_server, blocks["id"], step=n // 2)
+    page.wait_for_function(f"document.querySelectorAll('.lg-entry').length === {len(ledger)}")
+    assert page.locator("#mem-pane-ledger").is_hidden()
+    # Jumps while the ledger's tab is hidden, then the tab is chosen: marked as the step says.
+    for target in (n - 5, 30, n * 3 // 4):
+        page.evaluate("(to) => window.lens.act('goto', to)", target)
+    page.click("#mem-tab-ledger")
+    saved = ledger_marks(page, ledger)[1]
+    # The rows catch up when the tab is laid out (a ResizeObserver), by the next frame at most.
+    page.wait_for_function(
+        f"document.querySelectorAll('#view-memory .lg-entry.past').length === {len(saved)}"
+    )
+    marked, saved = ledger_marks(page, ledger)
+    assert 0 < len(saved) < len(ledger)
+    assert marked == saved
+    # While shown, a jump marks them at once.
+    page.evaluate("(to) => window.lens.act('goto', to)", n // 5)
+    marked, saved = ledger_marks(page, ledger)
+    assert 0 < len(saved) and marked == saved
+    # Hidden again, jumped, then opened in the larger window: marked before it shows.
+    page.click("#mem-tab-timeline")
+    page.evaluate("(to) => window.lens.act('goto', to)", n - 2)
+    page.click("#view-memory .mem-open-ledger")
+    marked, saved = ledger_marks(page, ledger)
+    assert len(saved) > len(ledger) // 2
+    assert marked == saved

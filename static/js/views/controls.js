@@ -193,6 +193,23 @@ export function renderBreakpoints() {
   update();
 }
 
+// Note [Controls written when they differ]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A step sets a dozen of the controls' properties, most to the value they already have. Writing
+// an attribute or a text, even unchanged, makes the browser invalidate the element's style (and a
+// text is a new text node, laid out again), so each is written only when it differs.
+function setText(node, text) {
+  if (node.textContent !== text) node.textContent = text;
+}
+
+function setAttr(node, name, value) {
+  if (node.getAttribute(name) !== value) node.setAttribute(name, value);
+}
+
+function setProp(node, name, value) {
+  if (node[name] !== value) node[name] = value;
+}
+
 function update() {
   const n = player.length;
   const s = player.step;
@@ -200,39 +217,43 @@ function update() {
   const atStory = model.level() === "story" && story;
   for (const b of el.levels) {
     const on = b.dataset.level === model.level();
-    b.setAttribute("aria-checked", String(on));
-    b.classList.toggle("on", on);
-    b.disabled = b.dataset.level === "story" && !story;
-    if (b.disabled) b.title = "The story level is ready when the run has finished";
+    setAttr(b, "aria-checked", String(on));
+    if (b.classList.contains("on") !== on) b.classList.toggle("on", on);
+    setProp(b, "disabled", b.dataset.level === "story" && !story);
+    if (b.disabled) setProp(b, "title", "The story level is ready when the run has finished");
   }
   if (atStory) {
     const i = story.indexAt(s);
     const exact = story.isAt(s);
     const k = story.length;
     const where = exact ? "" : ` · between steps (event ${s.toLocaleString()})`;
-    el.step.textContent = `Story step ${(i + 1).toLocaleString()} of ${k.toLocaleString()}${where}`;
-    el.slider.max = String(k);
-    el.slider.setAttribute("aria-label", "Story step");
+    setText(el.step, `Story step ${(i + 1).toLocaleString()} of ${k.toLocaleString()}${where}`);
+    setProp(el.slider, "max", String(k));
+    setAttr(el.slider, "aria-label", "Story step");
     if (Number(el.slider.value) !== i + 1) el.slider.value = String(i + 1);
-    el.jump.max = String(k);
-    el["jump-label"].textContent = "story step";
-    el.forward.disabled = el.last.disabled = story.next(s) === null && s >= n;
+    setProp(el.jump, "max", String(k));
+    setText(el["jump-label"], "story step");
+    setProp(el.forward, "disabled", story.next(s) === null && s >= n);
+    setProp(el.last, "disabled", el.forward.disabled);
   } else {
-    el.step.textContent = `Step ${s.toLocaleString()} of ${n.toLocaleString()}`;
-    el.slider.max = String(n);
-    el.slider.setAttribute("aria-label", "Step");
+    setText(el.step, `Step ${s.toLocaleString()} of ${n.toLocaleString()}`);
+    setProp(el.slider, "max", String(n));
+    setAttr(el.slider, "aria-label", "Step");
     if (Number(el.slider.value) !== s) el.slider.value = String(s);
-    el.jump.max = String(n);
-    el["jump-label"].textContent = "step";
-    el.forward.disabled = el.last.disabled = s >= n;
+    setProp(el.jump, "max", String(n));
+    setText(el["jump-label"], "step");
+    setProp(el.forward, "disabled", s >= n);
+    setProp(el.last, "disabled", s >= n);
   }
-  el.first.disabled = el.back.disabled = s === 0;
+  setProp(el.first, "disabled", s === 0);
+  setProp(el.back, "disabled", s === 0);
   const kind = el.kind.value;
-  el["prev-kind"].disabled = player.prevOf(kind) === null;
-  el["next-kind"].disabled = player.nextOf(kind) === null;
-  el["prev-bp"].disabled = el["next-bp"].disabled = model.bps.size === 0;
-  el["predict-box"].checked = model.predictOn();
-  el["predict-box"].disabled = !story;
+  setProp(el["prev-kind"], "disabled", player.prevOf(kind) === null);
+  setProp(el["next-kind"], "disabled", player.nextOf(kind) === null);
+  setProp(el["prev-bp"], "disabled", model.bps.size === 0);
+  setProp(el["next-bp"], "disabled", model.bps.size === 0);
+  setProp(el["predict-box"], "checked", model.predictOn());
+  setProp(el["predict-box"], "disabled", !story);
 }
 
 export function render() {

@@ -171,7 +171,18 @@ function renderHolders(card, state, f, frame, changed) {
 }
 
 // The frame's dictionaries keyed by gid, one row per gid: the rows' HTML, or null when it has none.
-function gidRows(state, f, frame, changed) {
+//
+// Note [Gid rows cached]
+// ~~~~~~~~~~~~~~~~~~~~~~
+// A long run's frame has a row per backward pass (160 at 1M events), and a card being rendered
+// rebuilt every row's HTML at each step, although a step changes one row or two. A row's HTML is
+// a function of its four values, the number of holders and which of its cells are marked, and,
+// when recomputed[gid] holds tensors, of their names (the state's tensors): so a row naming no
+// tensor is kept in `cache` (gid -> those inputs and the HTML) and rebuilt only when one of them
+// differs (early_stopped[gid], an object, is compared by identity: copy on write gives a changed
+// value a new object, so at worst an equal one rebuilds the row). A row naming tensors is always
+// rebuilt.
+function gidRows(state, f, frame, changed, cache) {
   const gids = [
     ...new Set([
       ...Object.keys(frame.recomputed || {}),
@@ -183,25 +194,38 @@ function gidRows(state, f, frame, changed) {
   if (!gids.length) return null;
   const total = Object.keys(frame.holders || {}).length;
   const here = changed.isChanged(`frames/${f}`); // no cell is marked when nothing under the frame changed
-  const cell = (dict, g, text) => {
-    const mark = here && changed.isChanged(`frames/${f}/${dict}/${g}`) ? ' class="changed"' : "";
-    return `<td${mark}>${text}</td>`;
-  };
+  // A cell is marked when a change is at or under its path, or at or above its dictionary
+  // (isChanged, with the part above the cell looked up once per dictionary, and the cells of a
+  // dictionary nothing under which changed not looked up at all).
+  const DICTS = ["recomputed", "recomp_counter", "is_recomputed", "early_stopped"];
+  const whole = DICTS.map((d) => here && changed.isReplaced(`frames/${f}/${d}`));
+  const under = DICTS.map((d) => here && changed.isAtOrUnder(`frames/${f}/${d}`));
+  const marked = (d, g) => whole[d] || (under[d] && changed.isAtOrUnder(`frames/${f}/${DICTS[d]}/${g}`));
+  const cell = (mark, text) => `<td${mark ? ' class="changed"' : ""}>${text}</td>`;
   return gids.map((g) => {
     const rec = (frame.recomputed || {})[g];
-    const recText =
-      rec === undefined ? '<span class="dim">–</span>' : `{${Object.entries(rec).map(([i, t]) => `${esc(i)}: ${esc(tensorName(state, t))}`).join(", ")}}`;
     const cnt = (frame.recomp_counter || {})[g];
     const isr = (frame.is_recomputed || {})[g];
     const es = (frame.early_stopped || {})[g];
-    return (
+    const marks = (marked(0, g) ? 1 : 0) | (marked(1, g) ? 2 : 0) | (marked(2, g) ? 4 : 0) | (marked(3, g) ? 8 : 0);
+    // What recomputed[gid] shows without naming a tensor: nothing ("u") or an empty dict ("e").
+    const recKey = rec === undefined ? "u" : Object.keys(rec).length === 0 ? "e" : null;
+    const kept = cache.get(g);
+    if (recKey !== null && kept && kept.recKey === recKey && kept.cnt === cnt && kept.isr === isr && kept.es === es && kept.total === total && kept.marks === marks) {
+      return kept.html;
+    }
+    const recText =
+      rec === undefined ? '<span class="dim">–</span>' : `{${Object.entries(rec).map(([i, t]) => `${esc(i)}: ${esc(tensorName(state, t))}`).join(", ")}}`;
+    const html =
       `<tr><td class="gid">${esc(gidLabel(g))}</td>` +
-      cell("recomputed", g, recText) +
-      cell("recomp_counter", g, cnt === undefined ? "–" : `${esc(cnt)}<span class="dim">/${total}</span>`) +
-      cell("is_recomputed", g, isr === undefined ? "–" : pyBool(isr)) +
-      cell("early_stopped", g, es ? `<span class="early" title="early stop fired after ${esc(es.count)} of ${esc(es.total)} holders were refilled">after ${esc(es.count)}/${esc(es.total)}</span>` : "–") +
-      `</tr>`
-    );
+      cell(marks & 1, recText) +
+      cell(marks & 2, cnt === undefined ? "–" : `${esc(cnt)}<span class="dim">/${total}</span>`) +
+      cell(marks & 4, isr === undefined ? "–" : pyBool(isr)) +
+      cell(marks & 8, es ? `<span class="early" title="early stop fired after ${esc(es.count)} of ${esc(es.total)} holders were refilled">after ${esc(es.count)}/${esc(es.total)}</span>` : "–") +
+      `</tr>`;
+    if (recKey !== null) cache.set(g, { recKey, cnt, isr, es, total, marks, html });
+    else cache.delete(g);
+    return html;
   });
 }
 
@@ -223,7 +247,7 @@ const GIDS_HEAD =
 // term (a tensor named like one, say), or a row already holds one, the table is rebuilt and
 // decorated whole instead, as before.
 function renderGids(card, state, f, frame, changed) {
-  const rows = gidRows(state, f, frame, changed);
+  const rows = gidRows(state, f, frame, changed, card.gidCache);
   if (rows === null) {
     setHTML(card, "gids", card.gids, `<p class="empty">not recomputed yet</p>`);
     card.gidRows = null;
@@ -309,6 +333,7 @@ function makeCard(state, f) {
     cache: {},
     rows: null,
     gidRows: null,
+    gidCache: new Map(), // Note [Gid rows cached]
     cls: "",
     stale: true,
   };

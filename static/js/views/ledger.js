@@ -43,7 +43,8 @@ let entries = [];
 let rowEls = [];
 let bySeq = new Map(); // event seq -> indexes of the rows that show it
 let n = 1; // events of the run: the time axis
-let upTo = 0; // rows [0, upTo) are saved at or before the current step
+let upTo = 0; // rows [0, upTo) are marked "past" (Note [Ledger rows marked while shown])
+let pastWanted = 0; // rows [0, pastWanted) are saved at or before the current step
 let marked = []; // rows marked as holding the step's events
 let lastStep = -1;
 let dialog = null;
@@ -69,6 +70,7 @@ export function mount(el, options) {
   body.addEventListener("click", jump);
   // Shown again (its tab chosen, the window resized): bring the step's row into view.
   new ResizeObserver(() => {
+    markPast();
     if (marked.length && !isOpen()) reveal(rowEls[marked[0]]);
   }).observe(root);
   mountDialog();
@@ -79,6 +81,7 @@ export function load(doc, problem) {
   entries = doc ? doc.ledger || [] : [];
   n = Math.max(1, doc && doc.metrics ? doc.metrics.events : 1);
   upTo = 0;
+  pastWanted = 0;
   marked = [];
   lastStep = -1;
   bySeq = new Map();
@@ -219,9 +222,8 @@ export function render(state, ctx) {
   if (!rowEls.length) return;
   if (step !== lastStep) {
     lastStep = step;
-    const k = countUpTo(step);
-    for (let i = Math.min(k, upTo); i < Math.max(k, upTo); i++) rowEls[i].classList.toggle("past", i < k);
-    upTo = k;
+    pastWanted = countUpTo(step);
+    if (!root.hidden || isOpen()) markPast();
     cursor.style.left = step < 1 ? "0%" : `${((100 * (step - 0.5)) / n).toFixed(3)}%`;
     cursor.hidden = step < 1;
   }
@@ -238,6 +240,22 @@ export function render(state, ctx) {
     const el = rowEls[marked[0]];
     ctx.defer("ledger", () => reveal(el));
   }
+}
+
+// Note [Ledger rows marked while shown]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// The rows saved by the current step are marked "past" (drawn in full, the others faded). A far
+// jump changes that mark on up to every row (2,000 on a 100,000-event run), and the browser then
+// has every one of them to invalidate, although the ledger sits in a tab that is usually not
+// shown. So the marks are set only while the ledger is shown (its tab, or the larger window);
+// while it is hidden `pastWanted` follows the step alone, and the rows catch up when it is shown
+// again: the ResizeObserver fires when the tab is chosen (after the layout that shows it, before
+// it is painted), and open() marks them before showing the window. The rows' "now" marks (the
+// step's own events, a few rows) are set at every step.
+function markPast() {
+  const k = pastWanted;
+  for (let i = Math.min(k, upTo); i < Math.max(k, upTo); i++) rowEls[i].classList.toggle("past", i < k);
+  upTo = k;
 }
 
 // Scroll the ledger (in its tab or in the dialog), and only it, to show row `el`: scrollIntoView
@@ -282,6 +300,7 @@ function mountDialog() {
 export function open() {
   if (isOpen()) return;
   returnTo = document.activeElement;
+  markPast();
   dialogBody.append(body);
   root.querySelector(".lg-away").hidden = false;
   dialog.hidden = false;
