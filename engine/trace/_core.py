@@ -234,6 +234,13 @@ class RecorderCore(TensorNames):
         self._busy = False
         self._deferred: deque[tuple[str, dict[str, Any]]] = deque()
         self._handlers = _HANDLERS.setdefault(type(self), {})
+        # ``phase()`` and ``gid()`` are this class's own: ``append`` may inline them.
+        cls = type(self)
+        self._own_phase = (cls.phase, cls.gid, cls.task_gid) == (
+            RecorderCore.phase,
+            RecorderCore.gid,
+            RecorderCore.task_gid,
+        )
         # where() of the emission being handled; see Note [Recorder fast paths]
         self._here: tuple[FrameType | None, str, int] | None = None
         self._start: FrameType | None = None  # the frame that handed over the emission
@@ -346,7 +353,7 @@ class RecorderCore(TensorNames):
         """A weak-reference callback: the object behind ``entry`` was freed."""
         if self.closed:
             return
-        if threading.get_ident() != self._thread:
+        if get_ident() != self._thread:
             self._foreign.append((kind, {"entry": entry}))  # deque.append is thread-safe
             return
         self._receive(kind, {"entry": entry})
@@ -399,7 +406,16 @@ class RecorderCore(TensorNames):
     #   cycle, and every tensor, node, frame and holder of the run would leave garbage that
     #   only the collector frees (and the recorder, the trace's events with it, only at a full
     #   collection), making each collection during the run longer.
-    # - Naming: see Note [Naming fast paths] in ``_names.py``.
+    # - The walk's loop is the shortest Python allows (``in``, no method call per frame; the
+    #   end of the stack found by the AttributeError of ``None.f_code``): it visits every frame
+    #   between the emitter and the innermost recorded one (20-30 in a checkpointed model's
+    #   backward), and no frame can be remembered across emissions to cut it short (a held
+    #   frame that returns keeps its variables alive; a dead frame's ``id()`` is reused).
+    # - ``phase()`` and ``gid()`` are inlined into ``append`` (and read at once by ``_now()``
+    #   for a new tensor) when the recorder's class has not overridden them (``_own_phase``:
+    #   the torch backend's recorder has); a gid is still numbered only when first asked for.
+    # - Naming: see Note [Naming fast paths] in ``_names.py``; module paths
+    #   (``_module_path``) skip a scope with no module, list or tuple at C speed, as naming does.
     #
     # The goldens (``tests/golden``) and the torch backend's tests pin every event these touch.
 
@@ -430,12 +446,15 @@ class RecorderCore(TensorNames):
     def _walk(self, f: FrameType | None) -> tuple[FrameType | None, str, int]:
         """The first frame from ``f`` down that runs a recorded file, its file's name and line."""
         files = self._files
-        while f is not None:
-            name = files.get(f.f_code.co_filename)
-            if name is not None:
-                return f, name, self.line(f)
-            f = f.f_back
-        return None, "", 0
+        # The shortest loop per frame (Note [Recorder fast paths]): no method call, and the end of
+        # the stack (no recorded frame at all: rare) found by the AttributeError of None.f_code.
+        frame: Any = f
+        try:
+            while frame.f_code.co_filename not in files:
+                frame = frame.f_back
+        except AttributeError:
+            return None, "", 0
+        return frame, files[frame.f_code.co_filename], self.line(frame)
 
     def phase(self) -> str:
         # A recomputation wins over the backward that triggered it.
@@ -452,6 +471,21 @@ class RecorderCore(TensorNames):
             return self.task_gid(self.tasks[-1])
         task = self._tls.graph_task
         return None if task is None else self.task_gid(task.id)
+
+    def _now(self) -> tuple[str, int | None]:
+        """``phase()`` and ``gid()``, at once for this class (Note [Recorder fast paths])."""
+        if not self._own_phase:
+            return self.phase(), self.gid()
+        raw = self._raw_task()
+        phase = "recompute" if self.recomputing else "forward" if raw is None else "backward"
+        return phase, None if raw is None else self.task_gid(raw)
+
+    def _raw_task(self) -> int | None:
+        """The engine's id of the graph task ``gid()`` names, or None."""
+        if self.tasks:
+            return self.tasks[-1]
+        task = self._tls.graph_task
+        return None if task is None else task.id
 
     def task_gid(self, raw: int) -> int:
         gid = self._task_gids.get(raw)
@@ -504,14 +538,34 @@ class RecorderCore(TensorNames):
                 src = {"file": here[1], "line": here[2]}  # a new dict: events never share a src
             else:
                 src = None
+        if not phase or gid is ...:
+            if self._own_phase:
+                # ``phase()`` and ``gid()``, inlined (Note [Recorder fast paths]); a gid is
+                # numbered only when it is asked for, as ``gid()`` does.
+                raw: int | None
+                if self.tasks:
+                    raw = self.tasks[-1]
+                else:
+                    task = self._tls.graph_task
+                    raw = None if task is None else task.id
+                if not phase:
+                    phase = "recompute" if self.recomputing else "forward" if raw is None else "backward"
+                if gid is ...:
+                    gid = None if raw is None else self._task_gids.get(raw)
+                    if gid is None and raw is not None:
+                        gid = self.task_gid(raw)  # numbered now
+            else:
+                phase = phase or self.phase()
+                if gid is ...:
+                    gid = self.gid()
         # One dict display (Note [Recorder fast paths]); a key of ``fields`` that is a common
         # field keeps the common field's place, as ``dict.update`` would.
         event: Event = {
             "seq": seq,
             "kind": kind,
             "t_ns": monotonic_ns() - self._t0,
-            "phase": phase or self.phase(),
-            "gid": self.gid() if gid is ... else gid,
+            "phase": phase,
+            "gid": gid,
             "src": src,
             **fields,
             "mem": {"live": self.live.total, "saved": self.saved.total, "recomputed": self.recomputed.total},
@@ -544,7 +598,7 @@ class RecorderCore(TensorNames):
         frame, entry.src = self.where()
         if frame is not None:  # no recorded frame: no statement either
             entry.stmt = self.statement(frame)[0]
-        entry.phase, entry.gid = self.phase(), self.gid()
+        entry.phase, entry.gid = self._now()
         return self.track(self._tensors, t, entry, "tensor_free")
 
     def _register_tensor(self, t: Any) -> TensorEntry:
@@ -726,7 +780,7 @@ class RecorderCore(TensorNames):
         return pre, post
 
     def module_enter(self, module: Any) -> None:
-        if self.closed or threading.get_ident() != self._thread:
+        if self.closed or get_ident() != self._thread:
             return
         entry = live_entry(self._module_entries, module)
         if entry is None:
@@ -737,7 +791,7 @@ class RecorderCore(TensorNames):
         self.module_stack.append(entry.mid)
 
     def module_exit(self, module: Any) -> None:
-        if self.closed or threading.get_ident() != self._thread:
+        if self.closed or get_ident() != self._thread:
             return
         if self.module_stack:
             self.module_stack.pop()
@@ -756,6 +810,10 @@ class RecorderCore(TensorNames):
             return None
         scopes = [frames[-1].f_globals] + [_locals_of(f) for f in reversed(frames)]
         for scope in scopes:
+            if self._flat(set(map(type, scope.values()))):
+                # No module, list or tuple in it (a module's globals, mostly): the loop below
+                # would find nothing. See Note [Naming fast paths] in _names.py.
+                continue
             for name, value in list(scope.items()):
                 if name == "self" or name.startswith("__"):
                     continue

@@ -171,7 +171,10 @@ class TensorNames:
     # enter (64 elements at most, not a ``__`` name) whose elements' ids are no unnamed
     # tensor's and whose modules all had their parameters named already (``_modules_seen``),
     # and a module (not ``self``) already seen, change nothing either. Anything else, the
-    # loop runs as before.
+    # loop runs as before. A list whose elements' ids are all in ``_modules_seen`` (a model's
+    # layers, in scope at every event) is answered by one set comparison: a live object's
+    # ``id()`` is unique, so every module in it was seen, and the rest cannot matter (the
+    # ids already showed no unnamed tensor among them).
 
     def _flat(self, types: set[type]) -> bool:
         """True if none of ``types`` is one to look inside; see Note [Naming fast paths]."""
@@ -208,10 +211,14 @@ class TensorNames:
         if type(value) in (list, tuple):
             if len(value) > 64 or name.startswith("__"):
                 return True  # not looked into
-            if not self._unnamed.keys().isdisjoint(map(id, value)):
+            ids = set(map(id, value))
+            if not self._unnamed.keys().isdisjoint(ids):
                 return False
-            return self._flat(set(map(type, value))) or all(
-                id(v) in seen for v in value if isinstance(v, module)
+            # Every element a module already seen (a model's layers) answers at C speed.
+            return (
+                seen.issuperset(ids)
+                or self._flat(set(map(type, value)))
+                or all(id(v) in seen for v in value if isinstance(v, module))
             )
         if isinstance(value, module):
             return name == "self" or id(value) in seen
