@@ -396,6 +396,7 @@ def thread_main(task: GraphTask, queue: ReadyQueue) -> None:
         _tls.saved_tensors_hooks,
         _tls.saved_tensors_hooks_disabled,
     )
+    tls = _tls.__dict__  # this thread's: See Note [Reading the thread-local state once] in _C.py
     try:
         while not task.completed:
             if not queue.heap:
@@ -405,11 +406,11 @@ def thread_main(task: GraphTask, queue: ReadyQueue) -> None:
                 # Left behind by a backward that failed (PyTorch skips them as they come up rather
                 # than removing them, which keeps the heap, and so the order of the rest, intact).
                 continue
-            _tls.graph_task, _tls.current_node = node_task, node
+            tls["graph_task"], tls["current_node"] = node_task, node
             # See Note [Grad mode in backward] and Note [Saved-tensor hooks in backward].
-            _tls.grad_enabled = node_task.create_graph
-            _tls.saved_tensors_hooks = list(node_task.saved_tensors_hooks)
-            _tls.saved_tensors_hooks_disabled = node_task.saved_tensors_hooks_disabled
+            tls["grad_enabled"] = node_task.create_graph
+            tls["saved_tensors_hooks"] = list(node_task.saved_tensors_hooks)
+            tls["saved_tensors_hooks_disabled"] = node_task.saved_tensors_hooks_disabled
             try:
                 evaluate_function(node_task, node, buffer, queue)
             except BaseException as e:

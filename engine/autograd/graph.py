@@ -116,8 +116,9 @@ class Node:
     def __init__(self, sequence_nr: int | None = None) -> None:
         # See Note [sequence_nr] in engine/_C.py.
         if sequence_nr is None:
-            sequence_nr = _tls.sequence_nr
-            _tls.sequence_nr = sequence_nr + 1
+            tls = _tls.__dict__  # See Note [Reading the thread-local state once] in engine/_C.py
+            sequence_nr = tls["sequence_nr"]
+            tls["sequence_nr"] = sequence_nr + 1
         self._seq_nr = sequence_nr
         self._next_edges: list[Edge] = []
         self._input_metadata: list[InputMetadata] = []

@@ -219,10 +219,11 @@ class Op:
             v = bound[name]
             if v is not None and not isinstance(v, Tensor):
                 bound[name] = _wrapped_number(v)
-        if _tls.below_autograd:
+        tls = _tls.__dict__  # See Note [Reading the thread-local state once] in engine/_C.py
+        if tls["below_autograd"]:
             return _python_dispatch(self, bound)
-        if self._plain and not emit.enabled and not _tls.dispatch_modes:  # Note [Layers with nothing to do]
-            if not _tls.grad_enabled:
+        if self._plain and not emit.enabled and not tls["dispatch_modes"]:  # Note [Layers with nothing to do]
+            if not tls["grad_enabled"]:
                 return _run_kernel(self, bound)
             if self._common:
                 return _common_autograd_call(self, bound)  # Note [The common differentiable op]

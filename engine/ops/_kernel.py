@@ -12,7 +12,7 @@ import numpy as np
 
 from engine import _dtype
 from engine._C import _tls
-from engine._tensor import CreationMeta, Tensor, _init_tensor, _ViewInfo
+from engine._tensor import CreationMeta, Tensor, _init_tensor, _VersionCounter, _ViewInfo
 from engine.trace import emit
 
 if TYPE_CHECKING:
@@ -245,14 +245,41 @@ def _run_kernel(op: Op, bound: dict[str, Any]) -> Any:
         return tuple(_wrap(r, d) for r, d in zip(result, dtypes, strict=True))
     # _wrap(result, out_dtype), inlined for the common result: a C-contiguous array of out_dtype.
     if (
-        type(result) is np.ndarray
-        and (out_dtype is None or result.dtype is out_dtype._np)
+        out_dtype is not None
+        and type(result) is np.ndarray
+        and result.dtype is out_dtype._np
         and result.flags.c_contiguous
     ):
+        # _init_tensor(t, result), inlined: See Note [The result tensor].
         t = object.__new__(Tensor)
-        _init_tensor(t, result)
+        t._data = result
+        t._dtype = out_dtype
+        t._grad = None
+        t._grad_fn_ = None
+        t._output_nr = 0
+        t._requires_grad = False
+        t._version_counter = _VersionCounter()
+        t._grad_accumulator = None
+        t._view = None
+        t._backward_hooks_ = None
+        t._post_accumulate_grad_hooks = None
+        t._retains_grad = False
+        t._wrapped_number = False
+        t._inference = _tls.inference_mode
+        if emit.enabled:
+            emit.emit("tensor_new", tensor=t)
         return t
     return _wrap(result, out_dtype)
+
+
+# Note [The result tensor]
+# ~~~~~~~~~~~~~~~~~~~~~~~~
+# Nearly every op's result is a new C-contiguous array of the dtype promotion chose
+# (``out_dtype``); ``_run_kernel`` makes its tensor with ``_init_tensor``'s lines inlined (one
+# Python call per op fewer), setting ``_dtype`` to ``out_dtype`` itself: the array's dtype *is*
+# ``out_dtype._np``, and ``_BY_NUMPY`` maps it back to that same dtype object. The same slots, the
+# same values, the same ``tensor_new`` event: a slot added to ``Tensor`` goes in both places
+# (``_init_tensor`` in engine/_tensor.py is the reference).
 
 
 # Note [The common kernel call]
