@@ -13,6 +13,8 @@ import { decorate } from "../glossary.js";
 import { bytes, changedPaths, esc, frameName, gidLabel, nodeName, pyBool, shape, tensorName } from "../format.js";
 
 const MANY = 12; // above this many frames, only hot frames are open
+const FEW_PASSES = 8; // a gid table with at most this many rows shows them all (Note [Gid rows shown])
+const LAST_PASSES = 4; // ... and with more, the current passes' rows and the last ones
 
 let root = null;
 let stackEl = null;
@@ -22,8 +24,10 @@ let cards = new Map(); // frame id -> card (see makeCard)
 let flagged = new Set(); // frames whose card shows "changed" marks, to clear at the next step
 let hotLast = new Set();
 let userOpen = new Map(); // frame id -> open or closed, as the user chose
+const allPasses = new Map(); // frame id -> the user asked for every gid row ("show all"), while the page lives
 let lastStack = "";
 let last = { state: null, changed: null };
+let currentLast = new Set(); // the gids of the passes in progress (currentGids)
 
 export function mount(el) {
   root = el;
@@ -40,8 +44,16 @@ export function mount(el) {
   listEl.addEventListener("click", onSummaryClick);
 }
 
-// Opening and closing is ours: a click on a summary records the user's choice and renders.
+// Opening and closing is ours: a click on a summary records the user's choice and renders. So is
+// the gid table's "show all" (Note [Gid rows shown]).
 function onSummaryClick(e) {
+  const toggle = e.target.closest(".gid-toggle");
+  if (toggle) {
+    const f = toggle.closest(".frame-card").dataset.frame;
+    allPasses.set(f, toggle.getAttribute("aria-expanded") !== "true");
+    if (cards.has(f) && last.state) renderCard(last.state, f, last.changed, hotLast, Object.keys(last.state.frames).length);
+    return;
+  }
   const summary = e.target.closest("summary");
   if (!summary) return;
   e.preventDefault();
@@ -170,7 +182,22 @@ function renderHolders(card, state, f, frame, changed) {
   html.length = holders.length;
 }
 
-// The frame's dictionaries keyed by gid, one row per gid: the rows' HTML, or null when it has none.
+// The gids of the passes in progress: the current event's (its hook_gid, else its gid, as the
+// reducer keys the dictionaries: engine/trace/state.py) and those of the backward calls,
+// recomputations and unpacks running.
+function currentGids(state, event) {
+  const cur = new Set();
+  const g = event ? (event.hook_gid ?? event.gid) : null;
+  if (g !== null && g !== undefined) cur.add(String(g));
+  for (const list of [state.backward, state.recomputing, state.unpacking]) {
+    for (const x of list || []) if (x.gid !== null && x.gid !== undefined) cur.add(String(x.gid));
+  }
+  return cur;
+}
+
+// The frame's dictionaries keyed by gid, one row per gid shown (Note [Gid rows shown]): the rows'
+// HTML, with a row standing for each run of rows not shown, and how many are not; null when it has
+// none.
 //
 // Note [Gid rows cached]
 // ~~~~~~~~~~~~~~~~~~~~~~
@@ -182,7 +209,21 @@ function renderHolders(card, state, f, frame, changed) {
 // differs (early_stopped[gid], an object, is compared by identity: copy on write gives a changed
 // value a new object, so at worst an equal one rebuilds the row). A row naming tensors is always
 // rebuilt.
-function gidRows(state, f, frame, changed, cache) {
+//
+// Note [Gid rows shown]
+// ~~~~~~~~~~~~~~~~~~~~~
+// At the end of a 1M-event run, frame 0's card opens and closes as consecutive events name it,
+// and laying out its 160 gid rows each time was most of those steps (about 15 ms). What a learner
+// follows is the pass running now and the ones just before, so a table of more than FEW_PASSES
+// rows shows the rows of the current passes (currentGids), the last LAST_PASSES rows, and any row
+// the current event changed (a change is never hidden), in the table's order; a row "⋯ g4–g155:
+// 152 passes hidden" stands for each run of rows left out, and a line under the table says how
+// many are hidden, with a button to show them all (remembered per frame id while the page
+// lives, `allPasses`, as the cards are dropped and made again on a jump back). A table of
+// FEW_PASSES rows or fewer is shown whole, as it always was. Since the rows shown depend on the
+// passes in progress, an open card with a long table is rendered again when those change, even
+// if nothing of its frame did (render).
+function gidRows(state, f, frame, changed, cache, current, all) {
   const gids = [
     ...new Set([
       ...Object.keys(frame.recomputed || {}),
@@ -200,9 +241,10 @@ function gidRows(state, f, frame, changed, cache) {
   const DICTS = ["recomputed", "recomp_counter", "is_recomputed", "early_stopped"];
   const whole = DICTS.map((d) => here && changed.isReplaced(`frames/${f}/${d}`));
   const under = DICTS.map((d) => here && changed.isAtOrUnder(`frames/${f}/${d}`));
-  const marked = (d, g) => whole[d] || (under[d] && changed.isAtOrUnder(`frames/${f}/${DICTS[d]}/${g}`));
+  const own = (d, g) => under[d] && changed.isAtOrUnder(`frames/${f}/${DICTS[d]}/${g}`);
+  const marked = (d, g) => whole[d] || own(d, g);
   const cell = (mark, text) => `<td${mark ? ' class="changed"' : ""}>${text}</td>`;
-  return gids.map((g) => {
+  const rowHTML = (g) => {
     const rec = (frame.recomputed || {})[g];
     const cnt = (frame.recomp_counter || {})[g];
     const isr = (frame.is_recomputed || {})[g];
@@ -226,7 +268,25 @@ function gidRows(state, f, frame, changed, cache) {
     if (recKey !== null) cache.set(g, { recKey, cnt, isr, es, total, marks, html });
     else cache.delete(g);
     return html;
-  });
+  };
+  if (all || gids.length <= FEW_PASSES) return { rows: gids.map(rowHTML), n: gids.length, hidden: 0 };
+  const shown = (g, i) => i >= gids.length - LAST_PASSES || current.has(g) || [0, 1, 2, 3].some((d) => own(d, g));
+  const rows = [];
+  let hidden = 0;
+  for (let i = 0; i < gids.length; i++) {
+    if (shown(gids[i], i)) {
+      rows.push(rowHTML(gids[i]));
+      continue;
+    }
+    let j = i;
+    while (j + 1 < gids.length && !shown(gids[j + 1], j + 1)) j++;
+    const which = j > i ? `${gidLabel(gids[i])}–${gidLabel(gids[j])}` : gidLabel(gids[i]);
+    const count = j - i + 1;
+    rows.push(`<tr class="gid-gap"><td colspan="5">⋯ ${esc(which)}: ${count} ${count === 1 ? "pass" : "passes"} hidden</td></tr>`);
+    hidden += count;
+    i = j;
+  }
+  return { rows, n: gids.length, hidden };
 }
 
 // Headers are code spans, so each explains itself (glossary.js).
@@ -246,13 +306,16 @@ const GIDS_HEAD =
 // the terms every table has; a replaced row is decorated on its own first, and if that finds a
 // term (a tensor named like one, say), or a row already holds one, the table is rebuilt and
 // decorated whole instead, as before.
-function renderGids(card, state, f, frame, changed) {
-  const rows = gidRows(state, f, frame, changed, card.gidCache);
-  if (rows === null) {
+function renderGids(card, state, f, frame, changed, current) {
+  const all = allPasses.get(f) === true;
+  const got = gidRows(state, f, frame, changed, card.gidCache, current, all);
+  renderMore(card, got ? got.n : 0, got ? got.hidden : 0, all);
+  if (got === null) {
     setHTML(card, "gids", card.gids, `<p class="empty">not recomputed yet</p>`);
     card.gidRows = null;
     return;
   }
+  const rows = got.rows;
   const html = `${GIDS_HEAD}${rows.join("")}</tbody></table>`;
   if (card.cache.gids === html) return;
   const kept = card.gidRows;
@@ -276,6 +339,21 @@ function renderGids(card, state, f, frame, changed) {
   }
   setHTML(card, "gids", card.gids, html);
   card.gidRows = { body: card.gids.querySelector("tbody"), html: rows.slice() };
+}
+
+// The line under a long gid table: how many rows are hidden, and the button that shows them all
+// or hides them again (Note [Gid rows shown]). Its elements are made once per card, so the button
+// keeps the keyboard focus when pressed; only what differs is written.
+function renderMore(card, n, hidden, all) {
+  // Hidden, it is emptied: a card looks the same however it was reached (tests/e2e/test_step_cost.py).
+  const many = n > FEW_PASSES;
+  if (card.more.hidden === many) card.more.hidden = !many;
+  const text = !many ? "" : all ? `all ${n} passes shown` : `${hidden} of ${n} passes hidden`;
+  const label = !many ? "" : all ? `Show only the current and last ${LAST_PASSES} passes` : `Show all ${n} passes`;
+  if (card.moreText.textContent !== text) card.moreText.textContent = text;
+  if (card.moreButton.textContent !== label) card.moreButton.textContent = label;
+  const expanded = String(many && all);
+  if (card.moreButton.getAttribute("aria-expanded") !== expanded) card.moreButton.setAttribute("aria-expanded", expanded);
 }
 
 function frameFacts(state, frame) {
@@ -319,7 +397,10 @@ function makeCard(state, f) {
   wrap.className = "frame-node";
   wrap.innerHTML =
     `<details class="frame-card" data-frame="${esc(f)}"><summary></summary>` +
-    `<div class="frame-body"><div class="frame-facts"></div><div class="frame-holders"></div><div class="frame-gids"></div></div>` +
+    `<div class="frame-body"><div class="frame-facts"></div><div class="frame-holders"></div>` +
+    `<div class="frame-gids" id="frame-gids-${esc(f)}"></div>` +
+    `<div class="gid-more" hidden><span class="gid-more-text"></span>` +
+    `<button type="button" class="gid-toggle" aria-expanded="false" aria-controls="frame-gids-${esc(f)}"></button></div></div>` +
     `</details><div class="frame-children"></div>`;
   const part = (sel) => wrap.querySelector(sel);
   const card = {
@@ -329,6 +410,9 @@ function makeCard(state, f) {
     facts: part(".frame-facts"),
     holders: part(".frame-holders"),
     gids: part(".frame-gids"),
+    more: part(".gid-more"),
+    moreText: part(".gid-more-text"),
+    moreButton: part(".gid-toggle"),
     children: part(".frame-children"),
     cache: {},
     rows: null,
@@ -364,7 +448,7 @@ function renderCard(state, f, changed, hot, nFrames) {
   if (open) {
     setHTML(card, "facts", card.facts, frameFacts(state, frame));
     renderHolders(card, state, f, frame, changed);
-    renderGids(card, state, f, frame, changed);
+    renderGids(card, state, f, frame, changed, currentLast);
     card.stale = false;
   } else {
     card.stale = true; // rendered when opened
@@ -426,6 +510,10 @@ export function render(state, ctx) {
   if (!cards.size) listEl.innerHTML = "";
 
   const hot = hotFrames(state, ctx.event);
+  const current = currentGids(state, ctx.event);
+  // A card whose gid table picks its rows by the current passes must be rendered when they change.
+  const passesMoved = [...current].join() !== [...currentLast].join();
+  currentLast = current;
   let dirty = ctx.full ? null : dirtyFrames(ctx.touched);
   // Cards show tensor and node names: refresh them all when those changed, unless there are many
   // (a name going from "tensor 3" to "x" is not worth a slow step).
@@ -441,7 +529,14 @@ export function render(state, ctx) {
   }
   const marked = new Set();
   for (const f of ids) {
-    const need = !cards.has(f) || dirty === null || dirty.has(f) || flagged.has(f) || hot.has(f) !== hotLast.has(f);
+    const card = cards.get(f);
+    const need =
+      !card ||
+      dirty === null ||
+      dirty.has(f) ||
+      flagged.has(f) ||
+      hot.has(f) !== hotLast.has(f) ||
+      (passesMoved && card.el.open && !card.more.hidden && allPasses.get(f) !== true);
     if (need && renderCard(state, f, changed, hot, ids.length)) marked.add(f);
   }
   flagged = marked;
