@@ -557,10 +557,14 @@ class Tensor:
         def __setitem__(self, index: Any, value: Any) -> None: ...
 
 
-def _init_tensor(t: Tensor, data: np.ndarray, wrapped_number: bool = False) -> None:
+def _init_tensor(
+    t: Tensor, data: np.ndarray, wrapped_number: bool = False, dtype: _dtype.dtype | None = None
+) -> None:
+    """Set every slot of a new tensor. ``dtype``: the caller knows ``data``'s dtype already (an op's
+    result: the dtype promotion chose, whose ``_np`` the kernel's array has)."""
     t._data = data
     # The common case is one dict lookup; from_numpy also normalises and names unsupported dtypes.
-    t._dtype = _dtype._BY_NUMPY.get(data.dtype) or _dtype.from_numpy(data.dtype)
+    t._dtype = dtype or _dtype._BY_NUMPY.get(data.dtype) or _dtype.from_numpy(data.dtype)
     t._grad = None
     t._grad_fn_ = None  # the slot behind _grad_fn: Note [Undeletable attributes]
     t._output_nr = 0

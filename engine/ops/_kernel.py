@@ -12,7 +12,7 @@ import numpy as np
 
 from engine import _dtype
 from engine._C import _tls
-from engine._tensor import CreationMeta, Tensor, _init_tensor, _VersionCounter, _ViewInfo
+from engine._tensor import CreationMeta, Tensor, _init_tensor, _ViewInfo
 from engine.trace import emit
 
 if TYPE_CHECKING:
@@ -172,7 +172,6 @@ def _assert_no_internal_overlap(op: Op, t: Tensor) -> None:
 
 
 def _run_kernel(op: Op, bound: dict[str, Any]) -> Any:
-    global _quiet_state
     if op._kernel_general:
         return _run_general_kernel(op, bound)
     # See Note [The common kernel call]: no TensorList parameter, not in place.
@@ -223,19 +222,7 @@ def _run_kernel(op: Op, bound: dict[str, Any]) -> Any:
     for n in op._other_params:
         v = bound[n]
         args[n] = v._data if isinstance(v, Tensor) else v
-    if _errstate is None:
-        result = op._quiet_kernel(**args)
-    else:  # _quiet_call(op, args), inlined: See Note [Quiet kernels]
-        outer = _errstate.get()
-        seen, quiet = _quiet_state
-        if seen is not outer:
-            quiet = _make_extobj(all="ignore")
-            _quiet_state = (outer, quiet)
-        token = _errstate.set(quiet)
-        try:
-            result = op.kernel(**args)
-        finally:
-            _errstate.reset(token)
+    result = _quiet_call(op, args)
     if op.view is not None:
         if isinstance(result, tuple):
             return tuple(_wrap(r, None, True) for r in result)
@@ -243,31 +230,16 @@ def _run_kernel(op: Op, bound: dict[str, Any]) -> Any:
     if isinstance(result, tuple):
         dtypes = [out_dtype] + [None] * (len(result) - 1)
         return tuple(_wrap(r, d) for r, d in zip(result, dtypes, strict=True))
-    # _wrap(result, out_dtype), inlined for the common result: a C-contiguous array of out_dtype.
+    # The common result, a C-contiguous array of out_dtype, needs none of _wrap's checks.
     if (
         out_dtype is not None
         and type(result) is np.ndarray
         and result.dtype is out_dtype._np
         and result.flags.c_contiguous
     ):
-        # _init_tensor(t, result), inlined: See Note [The result tensor].
+        # See Note [The result tensor].
         t = object.__new__(Tensor)
-        t._data = result
-        t._dtype = out_dtype
-        t._grad = None
-        t._grad_fn_ = None
-        t._output_nr = 0
-        t._requires_grad = False
-        t._version_counter = _VersionCounter()
-        t._grad_accumulator = None
-        t._view = None
-        t._backward_hooks_ = None
-        t._post_accumulate_grad_hooks = None
-        t._retains_grad = False
-        t._wrapped_number = False
-        t._inference = _tls.inference_mode
-        if emit.enabled:
-            emit.emit("tensor_new", tensor=t)
+        _init_tensor(t, result, dtype=out_dtype)
         return t
     return _wrap(result, out_dtype)
 
@@ -275,11 +247,9 @@ def _run_kernel(op: Op, bound: dict[str, Any]) -> Any:
 # Note [The result tensor]
 # ~~~~~~~~~~~~~~~~~~~~~~~~
 # Nearly every op's result is a new C-contiguous array of the dtype promotion chose
-# (``out_dtype``); ``_run_kernel`` makes its tensor with ``_init_tensor``'s lines inlined (one
-# Python call per op fewer), setting ``_dtype`` to ``out_dtype`` itself: the array's dtype *is*
-# ``out_dtype._np``, and ``_BY_NUMPY`` maps it back to that same dtype object. The same slots, the
-# same values, the same ``tensor_new`` event: a slot added to ``Tensor`` goes in both places
-# (``_init_tensor`` in engine/_tensor.py is the reference).
+# (``out_dtype``); ``_run_kernel`` makes its tensor without ``_wrap``'s checks, and hands
+# ``_init_tensor`` that dtype rather than having it look the array's dtype up: the array's dtype
+# *is* ``out_dtype._np``, and ``_BY_NUMPY`` maps it back to that same dtype object.
 
 
 # Note [The common kernel call]
@@ -384,8 +354,7 @@ def _run_inplace_kernel(
 # makes a new outer object, hence a new answer. The kernel sees exactly the error state the
 # decorator gave it, and the caller's state is put back on return or on an error. These are
 # NumPy's private names (``numpy._core.umath``, as ``np.errstate`` imports them): without them,
-# the decorator is used. ``_run_kernel``'s common path has the same lines inlined (one call
-# fewer per op). ``op.kernel`` stays the bare NumPy function.
+# the decorator is used. ``op.kernel`` stays the bare NumPy function.
 _errstate: Any = None  # NumPy's error-state context variable (None: not found)
 _make_extobj: Any = None  # and how NumPy makes a state
 try:

@@ -288,19 +288,7 @@ class RecorderCore(TensorNames):
         """What ``emit.emit`` calls. Events from other threads are ignored."""
         if self.closed or get_ident() != self._thread:
             return
-        if self._busy or self._foreign or self.truncated:
-            self._receive(kind, fields)
-        else:
-            # ``_receive`` inlined for the common case: nothing queued, nothing being handled.
-            self._busy = True
-            self._start = sys._getframe(1)
-            try:
-                self._handle(kind, fields)
-                while self._deferred:
-                    self._handle(*self._deferred.popleft())
-            finally:
-                self._busy = False
-                self._here = self._start = None
+        self._receive(kind, fields)
         if self.truncated:
             # Raised at every event from then on, so code that swallows it cannot run on.
             assert self._make_limit_error is not None and self._limit is not None
@@ -396,8 +384,7 @@ class RecorderCore(TensorNames):
     #   (code object, ``f_lasti``), holding the code object so its ``id()`` stays its own.
     # - The common fields of an event are made in one dict display, the memory counters read
     #   directly, ``where()`` inlined into ``append``; each recorder class looks its handlers
-    #   up by kind once (``_handlers``). ``sink`` handles an emission itself when nothing is
-    #   queued or being handled (``_receive`` is the general case).
+    #   up by kind once (``_handlers``).
     # - ``track`` gives each weak reference its recorder, entry and kind as attributes
     #   (``_TrackedRef``) and one function as callback, instead of a new closure per tracked
     #   object: fewer objects made, and fewer for the cyclic garbage collector to visit. The

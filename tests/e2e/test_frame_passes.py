@@ -13,7 +13,7 @@ import pytest
 
 from engine.trace.state import state_at
 from tests.e2e.conftest import api, checked_page, screenshot, wait_finished
-from tests.e2e.test_step_cost import panels
+from tests.e2e.test_step_cost import panels, step_forward_to
 from tests.e2e.test_viewer import current_step, open_run
 
 pytestmark = pytest.mark.e2e
@@ -186,9 +186,7 @@ def test_long_tables_reached_by_steps_and_jumps_equal_those_drawn_at_the_step(
     open_run(page, live_server, passes["id"], step=targets[0] - 30)
     with checked_page(browser) as fresh:
         for target in targets:
-            page.evaluate(
-                "(to) => { while (window.lens.player.step < to) window.lens.act('forward'); }", target
-            )
+            step_forward_to(page, target)
             open_run(fresh, live_server, passes["id"], step=target)
             stepped, drawn = panels(page), panels(fresh)
             assert drawn["frames"].count('class="gid-gap"') >= 1, "a long table hides rows"

@@ -88,6 +88,11 @@ def test_after_every_step_and_jump_the_graph_equals_a_restyle_from_scratch(
     assert result["bad"] == [], result["bad"]
 
 
+def step_forward_to(page: Page, step: int) -> None:
+    """Step forward one event at a time, as the arrow key does, until ``step``."""
+    page.evaluate("(to) => { while (window.lens.player.step < to) window.lens.act('forward'); }", step)
+
+
 def panels(page: Page) -> dict[str, Any]:
     """The frames panel's cards as HTML (an element whose classes were all removed again is the
     same as one that never had any), and each log row drawn as HTML by its step (the rows in view
@@ -110,9 +115,7 @@ def test_frames_and_log_reached_by_steps_equal_those_drawn_at_the_step(
     open_run(page, live_server, blocks["id"], step=targets[0] - 30)
     with checked_page(browser) as fresh:
         for target in targets:
-            page.evaluate(
-                "(to) => { while (window.lens.player.step < to) window.lens.act('forward'); }", target
-            )
+            step_forward_to(page, target)
             open_run(fresh, live_server, blocks["id"], step=target)
             stepped, drawn = panels(page), panels(fresh)
             assert drawn["frames"].count('<td class="gid">') >= 4 * 3, "a gid row per backward and frame"
