@@ -68,6 +68,7 @@ def worker(threads: str, with_torch: bool) -> None:
     """Answer timing requests on stdin (one JSON object a line) until stdin closes."""
     sys.path.insert(0, str(BENCH))
 
+    import least_recorder
     import numpy as np
     import workloads
 
@@ -88,7 +89,7 @@ def worker(threads: str, with_torch: bool) -> None:
                 built[key] = workloads.build_numpy(name)
             elif side == "torch":
                 built[key] = workloads.build(torch, name)
-            else:  # engine, recorded
+            else:  # engine, recorded, emit-noop, least
                 built[key] = workloads.build(engine, name)
             built[key]()  # warm up: first-call costs are not what we measure
             gc.collect()
@@ -126,6 +127,15 @@ def worker(threads: str, with_torch: bool) -> None:
                 with engine.trace.record() as tr:
                     fn()
                 events += len(tr.events)
+            seconds = clock() - t0
+        elif side in ("emit-noop", "least"):
+            # Note [The floor of recording] in bench/least_recorder.py
+            recorder = least_recorder.LeastRecorder(worker.__code__.co_filename)
+            sink = least_recorder.noop_sink if side == "emit-noop" else recorder.sink
+            t0 = clock()
+            for _ in range(number):
+                with least_recorder.installed(sink):
+                    fn()
             seconds = clock() - t0
         elif side == "stored":
             seconds, events = _store_round(fn, number)
@@ -233,6 +243,25 @@ def comparisons(workload: str, workers: dict[str, Worker]) -> list[tuple[str, Ce
         rows.append(
             (f"{workload} recording on/off", ("1t", "recorded"), ("1t", "engine"), 1.5, "recording off")
         )
+        # The floor under that ratio: Note [The floor of recording] in bench/least_recorder.py.
+        rows.append(
+            (
+                f"{workload} emission alone/off",
+                ("1t", "emit-noop"),
+                ("1t", "engine"),
+                None,
+                "recording off; a sink that does nothing (the engine's emission calls)",
+            )
+        )
+        rows.append(
+            (
+                f"{workload} least recorder/off",
+                ("1t", "least"),
+                ("1t", "engine"),
+                None,
+                "recording off; a tuple, a stack walk, a weak ref per event: any Python recorder's floor",
+            )
+        )
     if "no-emit" in workers and workload != "transformer":
         rows.append(
             (f"{workload} off/no-emit", ("1t", "engine"), ("no-emit", "engine"), 1.03, "emission removed")
@@ -288,6 +317,18 @@ def run_rounds(workers: dict[str, Worker], names: list[str], rounds: int) -> dic
                     "anchor": f"{label}, {n:,.0f} events a run",
                     "rounds": rounds,
                 }
+        if ("1t", "recorded") in samples:
+            # The rate a recorder costing nothing would reach: a run's events over its time not
+            # recorded. A workload of few events and much arithmetic (the checkpointed MLP) stays
+            # under 50,000 events/s however fast the recorder is.
+            n = statistics.median(s["events"] for s in samples[("1t", "recorded")])
+            figures[f"{name} events/s ceiling"] = {
+                "value": statistics.median(n / s["t"] for s in samples[("1t", "engine")]),
+                "unit": "events/s",
+                "target": None,
+                "anchor": "a run's events over its time not recorded: a recorder costing nothing",
+                "rounds": rounds,
+            }
     return figures
 
 

@@ -288,7 +288,7 @@ class AccumulateGrad(Node):
         old = variable._grad
         if old is None:
             if not _tls.grad_enabled:
-                if steal_ok and not emit.enabled and _obeys_layout_contract(new_grad, variable):
+                if steal_ok and _obeys_layout_contract(new_grad, variable):
                     variable._grad = new_grad.detach()
                 else:
                     variable._grad = new_grad.detach().clone()
@@ -331,10 +331,13 @@ class AccumulateGrad(Node):
 # tensor the last node returned, as in PyTorch, where AccumulateGrad looks at the use count of the
 # tensor. The engine counts Python references instead: call_function (engine.py) knows which of
 # its own lists hold the gradient and sets ``_steal_ok`` when sys.getrefcount finds no other
-# holder (a hook or a custom backward that kept it, another node's input buffer). Otherwise, and
-# whenever the trace recorder runs (its memory view assumes a fresh .grad), it is copied. Values
-# are the same either way; what differs is whether ``.grad`` aliases that tensor (test_no_grad_copy,
-# and a post-accumulate-grad hook that modifies ``.grad`` in place, seen by the node's post hook).
+# holder (a hook or a custom backward that kept it, another node's input buffer). Otherwise it is
+# copied. Values are the same either way; what differs is whether ``.grad`` aliases that tensor
+# (test_no_grad_copy, and a post-accumulate-grad hook that modifies ``.grad`` in place, seen by the
+# node's post hook). Recording changes none of this: the recorder holds tensors only weakly (no
+# reference counted here) and counts a storage once however many tensors share it (``_Storages``
+# in engine/trace/_core.py), so a stolen ``.grad`` adds no bytes to the trace's memory, as in
+# PyTorch, and the trace shows its ``detach`` without a ``clone``.
 
 
 def _obeys_layout_contract(grad: Tensor, variable: Tensor) -> bool:
