@@ -5,9 +5,9 @@ outweigh the weights) with a single checkpoint around all of them. The forward k
 nothing: the model's input and a few holders. But the backward's first unpack recomputes the
 whole model at once, and every activation the forward dropped is alive again together, next to
 the gradients the backward has made so far. The peak moves into that
-recomputation and is exactly as high as without any checkpoint (3800 bytes). The memory report
-says where: "the peak is reached while what the recomputation of `model#0` made waits for the
-backward (1.5 KB of it recomputed)".
+recomputation and is almost as high as without any checkpoint (3544 bytes against 3720). The
+memory report says where: "the peak is reached while what the recomputation of `model#0` made
+waits for the backward (1.8 KB of it recomputed)".
 
 Group: Pitfalls
 Pair: memory_one_region

@@ -35,8 +35,11 @@ if TYPE_CHECKING:
 # the outputs (``result``) after the kernel. Its ``apply`` unpacks every saved tensor first, in
 # that same order, and only then runs the formulas. An input is saved only if the formula of
 # some input that requires grad uses it (``mul`` saves ``other`` only when ``self`` requires
-# grad). Checkpointing observes exactly this order through its pack and unpack hooks, so the
-# engine reproduces it, and tests/engine/test_ops.py checks it against torch for every op.
+# grad), except in a backward op (``tanh_backward``, ``threshold_backward``: "backward" in the
+# name), which saves every input its formulas use, as PyTorch's generated code does (its
+# ``guard_for`` in gen_variable_type.py leaves those saves unguarded). Checkpointing observes
+# exactly this order through its pack and unpack hooks, so the engine reproduces it, and
+# tests/engine/test_ops.py checks it against torch for every op.
 
 
 # --- layer 1: autograd ---------------------------------------------------------------------

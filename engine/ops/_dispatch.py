@@ -131,9 +131,12 @@ class Op:
             if n not in self.tensor_params and n not in self.outputs and n not in ("grad", "grads")
         }
         # For each saved input: the inputs whose formulas use it (it is saved if any of them
-        # requires grad).
+        # requires grad). A backward op saves all of them whatever requires grad: PyTorch's
+        # codegen guards no save of an op named ``*backward*`` (Note [Saved variable order]).
+        unguarded = "backward" in self.name
         self.saved_input_users = {
-            s: tuple(i for i, f in self.derivatives.items() if s in f.needs) for s in self.saved_inputs
+            s: tuple(i for i, f in self.derivatives.items() if unguarded or s in f.needs)
+            for s in self.saved_inputs
         }
         # torch's ``.out`` overloads: ops with one result that is neither a view nor self.
         self.accepts_out = (

@@ -36,6 +36,10 @@ _GELU_KAPPA = 0.044715
     },
     method=False,
     function=False,
+    samples=lambda: [
+        SampleInput((T.of(2, 3), T.of(2, 3), 0.0)),
+        SampleInput((T.of(2, 3), T((2, 3), grad=False), 0.5), note="grad_output only"),
+    ],
 )
 def threshold_backward(grad_output: Tensor, self: Tensor, threshold: float) -> Array:
     return np.where(self <= threshold, 0, grad_output).astype(grad_output.dtype, copy=False)
@@ -84,6 +88,11 @@ def _gelu_double_backward(ggi: Tensor, go: Tensor, self: Tensor, approximate: st
     dtypes="float",
     method=False,
     function=False,
+    samples=lambda: [
+        SampleInput((T.of(2, 3), T.of(2, 3))),
+        SampleInput((T.of(2, 3), T((2, 3), grad=False)), note="grad_output only"),
+        SampleInput((T.of(2, 3), T.of(2, 3)), {"approximate": "tanh"}, note="tanh"),
+    ],
 )
 def gelu_backward(grad_output: Tensor, self: Tensor, *, approximate: str = "none") -> Array:
     if approximate == "tanh":
