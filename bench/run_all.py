@@ -15,7 +15,8 @@ between two sides of one worker (engine / torch, engine / NumPy, recording on / 
 one process; the workers:
 
 - ``1t``: this venv (torch 2.8.0), one thread (``OMP/OPENBLAS/MKL_NUM_THREADS=1``,
-  ``torch.set_num_threads(1)``): engine, torch, NumPy, and the engine recording a trace;
+  ``torch.set_num_threads(1)``): engine, torch, NumPy, the engine recording a trace, and the
+  floors of recording (bench/least_recorder.py);
 - ``dt``: the same with default threads (the machine's cores);
 - ``1t-213`` / ``dt-213``: torch 2.13.0's venv (scripts/setup.sh --oracle; its interpreter is
   named in ``.venv/autograd_lens_torch213``) running the engine and torch 2.13.0, one thread and

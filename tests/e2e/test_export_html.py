@@ -104,7 +104,7 @@ def test_the_graph_downloads_as_svg_at_the_current_step(
     assert info.value.suggested_filename == f"run-{nested['id']}-step-{step}.svg"
     svg = Path(info.value.path()).read_text(encoding="utf-8")
     assert svg.startswith("<svg") and 'xmlns="http://www.w3.org/2000/svg"' in svg
-    assert "<style>" in svg and "svg .absent { display: none; }" in svg
+    assert "<style>" in svg and "svg .absent { visibility: hidden; }" in svg
     assert "--fill-created:" in svg and "var(--" in svg
     assert 'class="node fn' in svg or 'class="node' in svg
     assert "absent" in svg  # what does not exist yet is in the file, hidden by the inlined rule
