@@ -131,8 +131,11 @@ def worker(threads: str, with_torch: bool) -> None:
             seconds = clock() - t0
         elif side in ("emit-noop", "least"):
             # Note [The floor of recording] in bench/least_recorder.py
-            recorder = least_recorder.LeastRecorder(worker.__code__.co_filename)
-            sink = least_recorder.noop_sink if side == "emit-noop" else recorder.sink
+            sink = (
+                least_recorder.noop_sink
+                if side == "emit-noop"
+                else least_recorder.LeastRecorder(worker.__code__.co_filename).sink
+            )
             t0 = clock()
             for _ in range(number):
                 with least_recorder.installed(sink):

@@ -377,10 +377,12 @@ def tan(self: Tensor) -> Array:
 # ``sigmoid_backward(grad, result)``), one kernel with a row of its own, as it does relu's
 # ``threshold_backward`` (engine/ops/activation.py). So here: TanhBackward0 runs one op, not the
 # three of ``grad * (1 - result * result)`` (one ``op`` event in the trace instead of three, and
-# 9 % off the engine time of bench/'s chain of small ops), and the gradient of a gradient builds PyTorch's
-# ``TanhBackwardBackward0`` from that op's own formulas. The kernels compute what PyTorch's CPU
-# kernels compute, in their order: ``a * (1 - b * b)`` and ``a * (1 - b) * b``, conjugating the
-# factor for complex tensors, and for float16 in float32, rounded once at the end.
+# 9 % off the engine time of bench/'s chain of small ops), and the gradient of a gradient builds
+# PyTorch's ``TanhBackwardBackward0`` from that op's own formulas. The kernels compute what
+# PyTorch's CPU kernels compute, in their order: ``a * (1 - b * b)`` and ``a * (1 - b) * b``,
+# conjugating the factor for complex tensors, and for float16 in float32, rounded once at the end.
+# The kernel layer has already cast both arrays to the promoted dtype, so ``output``'s dtype is
+# theirs.
 
 
 @op(
@@ -393,10 +395,10 @@ def tan(self: Tensor) -> Array:
     function=False,
 )
 def tanh_backward(grad_output: Tensor, output: Tensor) -> Array:
-    if np.result_type(grad_output, output) == np.float16:  # in float32, rounded once
+    if output.dtype == np.float16:  # in float32, rounded once
         a, b = grad_output.astype(np.float32), output.astype(np.float32)
         return (a * (1 - b * b)).astype(np.float16)
-    if np.iscomplexobj(output):
+    if output.dtype.kind == "c":
         return grad_output * np.conj(1 - output * output)
     return grad_output * (1 - output * output)
 
@@ -411,10 +413,10 @@ def tanh_backward(grad_output: Tensor, output: Tensor) -> Array:
     function=False,
 )
 def sigmoid_backward(grad_output: Tensor, output: Tensor) -> Array:
-    if np.result_type(grad_output, output) == np.float16:  # in float32, rounded once
+    if output.dtype == np.float16:  # in float32, rounded once
         a, b = grad_output.astype(np.float32), output.astype(np.float32)
         return (a * (1 - b) * b).astype(np.float16)
-    if np.iscomplexobj(output):
+    if output.dtype.kind == "c":
         return grad_output * np.conj((1 - output) * output)
     return grad_output * (1 - output) * output
 
