@@ -71,7 +71,16 @@ class RunResult:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        # Not ``asdict(self)``: that deep-copies the trace, every event of it, only for the
+        # worker to dump it as JSON at once.
+        return {
+            "ok": self.ok,
+            "trace": self.trace,
+            "error": asdict(self.error) if self.error is not None else None,
+            "stdout": self.stdout,
+            "filename": self.filename,
+            "extra": self.extra,
+        }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunResult:

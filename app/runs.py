@@ -83,7 +83,8 @@ from app.sandbox import PROJECT_ROOT
 from app.store import INTERRUPTED, RunRecord, Store, claim_owner, release_owner
 from engine.trace.captions import caption
 from engine.trace.changed import describe_changes
-from engine.trace.export import to_dot, to_json
+from engine.trace.export import to_json
+from engine.trace.export_dot import DotCollector, dot_of
 from engine.trace.state import Event, initial_state, step
 
 log = logging.getLogger("autograd_lens.runs")
@@ -252,7 +253,9 @@ class EventWriter:
 
     Each item is ``{"event", "changes", "caption", "changed"}``: the caption comes from the state
     before the event, the changes from stepping the reducer over it (docs/trace.md, "The reducer"),
-    and ``changed`` says them in a few lines (``engine/trace/changed.py``).
+    and ``changed`` says them in a few lines (``engine/trace/changed.py``). What the run's graph
+    needs is collected on the way (``dot``, ``graph_dot()``), so drawing it at the end does not
+    step the reducer through every event a second time.
     """
 
     def __init__(
@@ -263,6 +266,7 @@ class EventWriter:
         self.batch_events = batch_events
         self.on_append = on_append
         self.state = initial_state()
+        self.dot = DotCollector()
         self.pending: list[dict[str, Any]] = []
         self.next_seq = 0
         self.count = 0  # events added so far
@@ -271,6 +275,7 @@ class EventWriter:
     def add(self, events: Iterable[Event]) -> None:
         for event in events:
             self.count += 1
+            self.dot.see(self.state, event)
             text = caption(self.state, event)
             changes = step(self.state, event)
             changed = describe_changes(self.state, changes)
@@ -283,10 +288,16 @@ class EventWriter:
         reducer's state rebuilt from the events before it."""
         self.pending = []
         self.state = initial_state()
+        self.dot = DotCollector()
         for event in events[: self.next_seq]:
+            self.dot.see(self.state, event)
             step(self.state, event)
         self.count = self.next_seq
         self.broken = False
+
+    def graph_dot(self) -> str:
+        """The DOT of every event added (``engine.trace.export.to_dot`` of them)."""
+        return dot_of(self.dot, self.state, {}).source
 
     def flush(self) -> None:
         if self.pending:
@@ -619,7 +630,7 @@ class RunManager:
         writer.add(events[writer.count :])
         writer.flush()
         try:
-            dot: str | None = to_dot(events).source
+            dot: str | None = writer.graph_dot()
         except Exception:  # a drawing bug must not lose the run; graph.dot then says so
             log.exception("run %s: to_dot failed", run_id)
             dot = None

@@ -191,10 +191,14 @@ def describe_changes(state: State, changes: Sequence[Change | Sequence[Any]]) ->
             continue
         seen.add(line)
         found.append((_PRIORITY.get(str(root), 5), len(found), line))
-    found.sort()
-    lines = [line for _, _, line in found[:MAX_LINES]]
-    extra = len(found) - len(lines)
-    lines.sort(key=lambda line: next(i for _, i, x in found if x == line))  # back in event order
+    if len(found) <= MAX_LINES:  # nothing to leave out: all of them, in event order
+        lines = [line for _, _, line in found]
+        extra = 0
+    else:
+        found.sort()
+        lines = [line for _, _, line in found[:MAX_LINES]]
+        extra = len(found) - len(lines)
+        lines.sort(key=lambda line: next(i for _, i, x in found if x == line))  # back in event order
     if mem:
         net = Change("set", ("mem",), mem[0].old, mem[-1].new)
         if (line := _mem_line(state, net)) is not None:

@@ -121,6 +121,23 @@ class Tx:
             parent[key] = value
             self._log("add", path, None, value)
 
+    def replace(self, key: str, value: Any) -> None:
+        """``set((key,), value)`` for a key of the root whose value is only ever replaced whole,
+        never written into: ``value``, plain and held by nobody else, is neither copied nor
+        compared deeply beyond ``==`` (Note [Values replaced whole])."""
+        parent: Any = self._parent((key,))
+        if key in parent:
+            old = parent[key]
+            if _same(old, value):
+                return
+            parent[key] = value
+            if self.record:
+                self.changes.append(Change("set", (key,), old, value))
+        else:
+            parent[key] = value
+            if self.record:
+                self.changes.append(Change("add", (key,), None, value))
+
     def remove(self, path: tuple[Key, ...]) -> None:
         parent, key = self._parent(path), path[-1]
         if isinstance(parent, list):

@@ -50,12 +50,13 @@ def _shape(shape: Any) -> str:
     return "[" + ", ".join(str(s) for s in shape) + "]" if shape is not None else ""
 
 
-class _Collected:
+class DotCollector:
     """What the DOT needs beyond the final state: tensors that were freed, and where frames and
-    ``_NoopSaveInputs`` nodes were created."""
+    ``_NoopSaveInputs`` nodes were created. Fed every event with the state just before it, by
+    ``to_dot``'s own replay or by whoever steps a state through the events already (the server
+    annotating a run's events as they arrive: app/runs.py), which then needs no second replay."""
 
-    def __init__(self, events: list[Event]) -> None:
-        self.state: State = initial_state()
+    def __init__(self) -> None:
         self.tensors: dict[str, dict[str, Any]] = {}
         self.frame_cluster: dict[str, str] = {}  # frame -> id of the cluster it sits in
         self.inputs_of: dict[str, str] = {}  # _NoopSaveInputs node -> frame
@@ -63,50 +64,62 @@ class _Collected:
         self.recomputations: list[str] = []  # cluster ids, in order
         self.frame_label: dict[str, str] = {}  # frame -> its label without "#frame" ("Block")
         self.node_module: dict[str, int] = {}  # node -> id of the module whose forward made it
-        noop: str | None = None
-        for e in events:
-            kind = e.get("kind")
-            if kind == "tensor_new":
-                self.tensors[str(e["tensor"])] = e
-            elif kind == "frame_new":
-                self.frame_label[str(e["frame"])] = str(e.get("label") or "")
-                # A frame sits in the cluster of whatever hooks were on top when it was made: its
-                # parent's checkpoint hooks, a recomputation's hooks (Rule 3), or none.
-                hooks = self.state["hooks"]
-                top = hooks[-1] if hooks else None
-                if top is not None and top["hooks"] == "checkpoint" and top["frame"] is not None:
-                    self.frame_cluster[str(e["frame"])] = f"f{top['frame']}"
-                elif top is not None and top["hooks"] == "recomputation" and self.state["recomputing"]:
-                    rtop = self.state["recomputing"][-1]
-                    self.frame_cluster[str(e["frame"])] = f"r{rtop['frame']}_{rtop['gid']}"
-                elif e.get("parent") is not None:
-                    self.frame_cluster[str(e["frame"])] = f"f{e['parent']}"
-                else:
-                    self.frame_cluster[str(e["frame"])] = ""
-            elif kind == "node_new":
-                if e.get("module") is not None:
-                    self.node_module[str(e["node"])] = e["module"]
-                if "NoopSaveInputs" in str(e.get("name")):
-                    noop = str(e["node"])
-                variable = e.get("variable", e.get("tensor"))
-                if variable is not None:
-                    self.accumulates[str(e["node"])] = variable
-            elif kind == "recompute_start":
-                cid = f"r{e.get('frame')}_{gid_key(e)}"
-                if cid not in self.recomputations:
-                    self.recomputations.append(cid)
-            elif kind == "inputs_saved" and (e.get("node") is not None or noop is not None):
-                self.inputs_of[str(e.get("node", noop))] = str(e.get("frame"))
-                noop = None
-            step(self.state, e)
+        self._noop: str | None = None
+
+    def see(self, state: State, e: Event) -> None:
+        """Take in ``e``; ``state`` is the state before it."""
+        kind = e.get("kind")
+        if kind == "tensor_new":
+            self.tensors[str(e["tensor"])] = e
+        elif kind == "frame_new":
+            self.frame_label[str(e["frame"])] = str(e.get("label") or "")
+            # A frame sits in the cluster of whatever hooks were on top when it was made: its
+            # parent's checkpoint hooks, a recomputation's hooks (Rule 3), or none.
+            hooks = state["hooks"]
+            top = hooks[-1] if hooks else None
+            if top is not None and top["hooks"] == "checkpoint" and top["frame"] is not None:
+                self.frame_cluster[str(e["frame"])] = f"f{top['frame']}"
+            elif top is not None and top["hooks"] == "recomputation" and state["recomputing"]:
+                rtop = state["recomputing"][-1]
+                self.frame_cluster[str(e["frame"])] = f"r{rtop['frame']}_{rtop['gid']}"
+            elif e.get("parent") is not None:
+                self.frame_cluster[str(e["frame"])] = f"f{e['parent']}"
+            else:
+                self.frame_cluster[str(e["frame"])] = ""
+        elif kind == "node_new":
+            if e.get("module") is not None:
+                self.node_module[str(e["node"])] = e["module"]
+            if "NoopSaveInputs" in str(e.get("name")):
+                self._noop = str(e["node"])
+            variable = e.get("variable", e.get("tensor"))
+            if variable is not None:
+                self.accumulates[str(e["node"])] = variable
+        elif kind == "recompute_start":
+            cid = f"r{e.get('frame')}_{gid_key(e)}"
+            if cid not in self.recomputations:
+                self.recomputations.append(cid)
+        elif kind == "inputs_saved" and (e.get("node") is not None or self._noop is not None):
+            self.inputs_of[str(e.get("node", self._noop))] = str(e.get("frame"))
+            self._noop = None
 
 
 def to_dot(trace: Any, *, show_saved: bool = True) -> graphviz.Digraph:
     """The autograd graph of the whole run, with checkpoint frames and recomputations as clusters."""
     from engine.trace.export import events_of
 
-    c = _Collected(events_of(trace))
-    state = c.state
+    c = DotCollector()
+    state = initial_state()
+    for e in events_of(trace):
+        c.see(state, e)
+        step(state, e)
+    return dot_of(c, state, _modules_of(trace), show_saved=show_saved)
+
+
+def dot_of(
+    c: DotCollector, state: State, modules: dict[str, dict[str, Any]], *, show_saved: bool = True
+) -> graphviz.Digraph:
+    """``to_dot`` from a ``DotCollector`` fed every event and the state after the last one;
+    ``modules``: the trace's ``meta.modules`` (Note [Module paths]), or nothing."""
     clusters: dict[str, graphviz.Digraph] = {}
     parents: dict[str, str] = {}  # cluster id -> enclosing cluster id ("" for the root)
     has_content: set[str] = set()
@@ -156,7 +169,7 @@ def to_dot(trace: Any, *, show_saved: bool = True) -> graphviz.Digraph:
         return ""
 
     home = {key: node_cluster(node) for key, node in state["nodes"].items()}
-    fold_with = _fold_blocks(c, state, clusters, parents, home, _modules_of(trace))
+    fold_with = _fold_blocks(c, state, clusters, parents, home, modules)
 
     for key, node in state["nodes"].items():
         nid, cid = f"n{key}", home[key]
@@ -301,7 +314,7 @@ def _runs(blocks: list[tuple[str, Any]]) -> list[list[str]]:
 
 
 def _fold_blocks(
-    c: _Collected,
+    c: DotCollector,
     state: State,
     clusters: dict[str, graphviz.Digraph],
     parents: dict[str, str],

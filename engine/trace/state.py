@@ -129,24 +129,37 @@ def step(state: State, event: Event) -> list[Change]:
     return tx.changes
 
 
+# Note [Values replaced whole]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# ``now``, ``mem`` and ``peak`` change at nearly every event, and a server annotating a long run
+# steps the reducer over every event. So they are replaced whole (``Tx.replace``), never written
+# into through a longer path: then the new value can be put into the state and into the change
+# as one object, with no copies (``Tx.set`` copies a value into the state, and copies it again
+# into the change, since a later write through a path would otherwise change the recorded
+# value too). Their values are built fresh here from the event's scalars (``src`` copied).
+# tests/trace/test_state.py checks that no change of any golden trace writes below them.
+
+
 def _reduce(tx: Tx, event: Event) -> None:
-    tx.set(
-        ("now",),
+    src = event.get("src")
+    tx.replace(
+        "now",
         {
             "seq": event.get("seq", tx.state["now"]["seq"] + 1),
             "kind": event.get("kind"),
             "phase": event.get("phase"),
             "gid": event.get("gid"),
-            "src": event.get("src"),
+            "src": plain(src) if src is not None else None,
         },
     )
     state: State = tx.state  # the root is owned from here on (Note [Copy on write])
     mem = event.get("mem")
     if mem:
         peak = state["peak"]
-        tx.set(("mem",), {k: mem.get(k, 0) for k in MEM_KEYS})
-        if any(mem.get(k, 0) > peak[k] for k in MEM_KEYS):
-            tx.set(("peak",), {k: max(peak[k], mem.get(k, 0)) for k in MEM_KEYS})
+        new = {k: mem.get(k, 0) for k in MEM_KEYS}
+        tx.replace("mem", new)
+        if any(new[k] > peak[k] for k in MEM_KEYS):
+            tx.replace("peak", {k: max(peak[k], new[k]) for k in MEM_KEYS})
     handler = _HANDLERS.get(event.get("kind", ""))
     if handler is not None:  # unknown kinds only move "now" (the spec allows extra kinds)
         handler(tx, state, event)

@@ -4,6 +4,7 @@ the event cap, progress, and the scenario catalogue."""
 from __future__ import annotations
 
 import gc
+from dataclasses import asdict
 from pathlib import Path
 
 import pytest
@@ -220,3 +221,19 @@ def test_scenario_info_is_read_again_when_the_file_changes(tmp_path: Path) -> No
     assert scenario_info(path).title == "First title"
     path.write_text('"""Second title, longer"""\n')
     assert scenario_info(path).title == "Second title, longer"
+
+
+@pytest.mark.parametrize(
+    "result",
+    [
+        RunResult(True, {"events": [{"seq": 0, "kind": "mark"}]}, None, "out\n", "s.py", {"grads": {}}),
+        RunResult(False, None, RunError("ValueError", "bad", "s.py", 3, None)),
+    ],
+)
+def test_to_dict_is_asdict_without_the_deep_copy(result: RunResult) -> None:
+    # The worker sends this as its answer: the same document as dataclasses.asdict, fields in
+    # order, but the trace is not copied (a long run's events would be, one by one).
+    doc = result.to_dict()
+    assert doc == asdict(result) and list(doc) == list(asdict(result))
+    assert doc["trace"] is result.trace
+    assert RunResult.from_dict(doc) == result

@@ -11,8 +11,10 @@ import pytest
 
 from app.runner import SCENARIOS_DIR, run_scenario
 from app.runs import EventWriter
-from app.store import INTERRUPTED, Store, dumps, items_after
-from engine.trace.export import annotate
+from app.store import INTERRUPTED, Store, dumps, dumps_batch, items_after
+from engine.trace.delta import Change
+from engine.trace.export import annotate, to_dot
+from tests.scenarios._golden import GOLDEN_DIR
 
 
 @pytest.fixture
@@ -157,6 +159,29 @@ def test_dumps_is_json_a_browser_parses() -> None:
     assert text.isascii() and json.loads(text) == {"s": "\ud800 é"}
 
 
+@pytest.mark.parametrize(
+    "value",
+    [
+        [{"event": {"seq": 0, "t": 1e-05, "big": 1e16, "x": float("nan"), "y": -float("inf")}}],
+        [{"changes": [Change("set", ("now",), {"seq": 0}, {"seq": 1})], "caption": "é ✓"}],
+        [{"s": "\ud800"}],  # a lone surrogate: orjson refuses it, json escapes it
+        [{"n": 2**70}],  # beyond 64 bits
+        [{"k": {1: "int key"}}],
+    ],
+)
+def test_dumps_batch_writes_the_document_dumps_writes(value: Any) -> None:
+    # Note [Encoding batches]: the same JSON once parsed, and never an error where dumps has none.
+    data = dumps_batch(value)
+    assert json.loads(data.decode("utf-8")) == json.loads(dumps(value))
+
+
+def test_a_batch_with_non_ascii_text_reads_back(store: Store) -> None:
+    new_run(store)
+    batch = [{"event": {"seq": 0, "kind": "mark", "label": "naïve ✓"}, "changes": [], "caption": "é"}]
+    store.append_batch("run1", 0, batch)
+    assert list(store.items("run1")) == batch
+
+
 def test_the_event_writer_stores_annotated_batches(store: Store) -> None:
     result = run_scenario(SCENARIOS_DIR / "single_checkpoint.py", trusted=True)
     assert result.trace is not None
@@ -175,6 +200,23 @@ def test_the_event_writer_stores_annotated_batches(store: Store) -> None:
     assert [i["event"] for i in stored] == json.loads(json.dumps(events))
     derived = [{"changes": i["changes"], "caption": i["caption"], "changed": i["changed"]} for i in stored]
     assert derived == json.loads(json.dumps(annotate(events)))
+
+
+@pytest.mark.parametrize("name", sorted(p.stem for p in GOLDEN_DIR.glob("*.json")))
+def test_the_event_writer_draws_the_graph_to_dot_draws(store: Store, name: str) -> None:
+    # The server draws a run's graph from what its writer collected while annotating, with no
+    # second replay of the reducer: the same DOT as to_dot of the events, also after a resume.
+    events = json.loads((GOLDEN_DIR / f"{name}.json").read_text())["trace"]["events"]
+    new_run(store)
+    writer = EventWriter(store, "run1", 16)
+    half = len(events) // 2
+    writer.add(events[:half])
+    writer.flush()
+    writer.add(events[half : half + 3])  # not stored yet: a resume replays up to the last batch
+    writer.resume(events)
+    writer.add(events[writer.count :])
+    writer.flush()
+    assert writer.graph_dot() == to_dot(events).source
 
 
 def test_prune_keeps_the_newest_finished_runs_and_every_unfinished_one(store: Store) -> None:

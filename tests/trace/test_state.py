@@ -211,6 +211,19 @@ def test_reverting_each_event_restores_the_previous_state(name: str) -> None:
         assert revert_changes(json.loads(json.dumps(after)), diff(before, after)) == before
 
 
+@pytest.mark.parametrize("name", sorted(all_traces()))
+def test_recorded_changes_never_change_afterwards(name: str) -> None:
+    # Note [Values replaced whole]: "now", "mem" and "peak" share their value between the state
+    # and the change, which holds only while nothing writes into them.
+    s = initial_state()
+    kept = []
+    for event in all_traces()[name]:
+        changes = step(s, event)
+        assert all(c.path[0] not in ("now", "mem", "peak") or len(c.path) == 1 for c in changes)
+        kept.append((changes, json.dumps(changes)))
+    assert all(json.dumps(changes) == text for changes, text in kept)
+
+
 def test_change_format() -> None:
     events = TRACES["single"]
     s = state_at(events, index_of(events, "rpack") - 1)
