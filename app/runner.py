@@ -17,7 +17,6 @@ from __future__ import annotations
 import ast
 import builtins
 import contextlib
-import gc
 import json
 import re
 import sys
@@ -29,6 +28,7 @@ from pathlib import Path
 from types import CodeType, TracebackType
 from typing import Any, TypeVar
 
+from app._gc import paused as gc_paused
 from app.sandbox import PROJECT_ROOT, LimitExceeded, Limits, ScenarioSyntaxError, run_in_worker
 
 SCENARIOS_DIR = PROJECT_ROOT / "scenarios"
@@ -424,10 +424,9 @@ def execute(
     recorder = None
     delivery = _Delivery(on_progress, on_events)
     error: RunError | None = None
-    gc_was_enabled = gc.isenabled()
-    gc.disable()
     try:
-        with warnings.catch_warnings():
+        # Note [Pausing the collector] (app/_gc.py)
+        with gc_paused(), warnings.catch_warnings():
             warnings.simplefilter("default")
             warnings.showwarning = show_warning
             with (
@@ -441,9 +440,6 @@ def execute(
         if isinstance(exc, KeyboardInterrupt) and threading.current_thread() is threading.main_thread():
             raise
         error = error_of(exc, filename)
-    finally:
-        if gc_was_enabled:
-            gc.enable()
     if recorder is not None and on_progress is not None:
         on_progress(len(recorder.events))  # the final count, once recording has closed
     document = _document(recorder) if recorder is not None else None

@@ -66,6 +66,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from app._gc import paused as gc_paused
 from app.config import Settings
 from app.imported import describe, imported_result
 from app.runner import (
@@ -273,6 +274,10 @@ class EventWriter:
         self.broken = False  # adding failed part-way: see resume()
 
     def add(self, events: Iterable[Event]) -> None:
+        with gc_paused():  # Note [Pausing the collector] (app/_gc.py)
+            self._add(events)
+
+    def _add(self, events: Iterable[Event]) -> None:
         for event in events:
             self.count += 1
             self.dot.see(self.state, event)

@@ -592,6 +592,16 @@ class Store:
             ).fetchall()
         return [Batch(r[0], r[1], zlib.decompress(r[2]).decode("utf-8")) for r in rows]
 
+    def events(self, run_id: str) -> list[dict[str, Any]]:
+        """A run's events: from the trace document stored when it finished (a third of the JSON
+        its batches hold, which carry each event's changes too), else from its batches."""
+        text = self.trace_json(run_id)
+        if text is not None:
+            events = json.loads(text).get("events")
+            if isinstance(events, list):
+                return events
+        return [item["event"] for item in self.items(run_id)]
+
     def items(self, run_id: str) -> Iterator[dict[str, Any]]:
         """Every stored ``{"event", "changes", "caption"}`` of a run, in order."""
         after = -1

@@ -366,7 +366,7 @@ def stream_figures(repeat: int) -> dict[str, Any]:
         start_new_session=True,
     )
     base = f"http://127.0.0.1:{PORT}"
-    firsts, rates, counts = [], [], []
+    firsts, rates, counts, stories, reports = [], [], [], [], []
     try:
         with httpx.Client(base_url=base, timeout=120) as client:
             for _ in range(600):
@@ -397,6 +397,14 @@ def stream_figures(repeat: int) -> dict[str, Any]:
                         elif line.startswith("data:") and event == "done":
                             break
                 total = time.perf_counter() - t0
+                # What a viewer asks for once the run is done: the story (its default level) and,
+                # after it, the memory report, each derived from the events when first asked.
+                t1 = time.perf_counter()
+                client.get(f"/api/runs/{run_id}/story").raise_for_status()
+                t2 = time.perf_counter()
+                client.get(f"/api/runs/{run_id}/memory").raise_for_status()
+                stories.append(t2 - t1)
+                reports.append(time.perf_counter() - t2)
                 firsts.append(first if first is not None else float("nan"))
                 rates.append(n / total)
                 counts.append(n)
@@ -418,6 +426,20 @@ def stream_figures(repeat: int) -> dict[str, Any]:
             "unit": "ms",
             "target": None,
             "anchor": "upload (POST /api/runs) to the first SSE event",
+            "rounds": repeat,
+        },
+        "story after done": {
+            "value": statistics.median(stories) * 1e3,
+            "unit": "ms",
+            "target": None,
+            "anchor": f"GET story of that run once done, {n_events:,.0f} events (derived when first asked)",
+            "rounds": repeat,
+        },
+        "memory report after done": {
+            "value": statistics.median(reports) * 1e3,
+            "unit": "ms",
+            "target": None,
+            "anchor": "GET memory of that run, after its story",
             "rounds": repeat,
         },
     }

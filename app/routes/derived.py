@@ -21,6 +21,7 @@ from typing import Any
 from fastapi import APIRouter, HTTPException, Response
 from starlette.concurrency import run_in_threadpool
 
+from app._gc import paused as gc_paused
 from app.compare import figures_of
 from app.deps import ManagerDep, RunDep
 from app.models import ErrorResponse
@@ -51,9 +52,10 @@ def derived_json(store: Store, run_id: str, n_events: int, name: str) -> str:
         if key in _cache:
             _cache.move_to_end(key)
             return _cache[key]
-    events = [item["event"] for item in store.items(run_id)]
-    meta = (store.trace_parts(run_id) or ({}, {}))[0]
-    text = json.dumps(DOCUMENTS[name](events, meta), separators=(",", ":"))
+    with gc_paused():  # Note [Pausing the collector] (app/_gc.py)
+        events = store.events(run_id)
+        meta = (store.trace_parts(run_id) or ({}, {}))[0]
+        text = json.dumps(DOCUMENTS[name](events, meta), separators=(",", ":"))
     with _lock:
         _cache[key] = text
         while len(_cache) > CACHE_SIZE:

@@ -219,6 +219,16 @@ def test_the_event_writer_draws_the_graph_to_dot_draws(store: Store, name: str) 
     assert writer.graph_dot() == to_dot(events).source
 
 
+def test_events_come_from_the_stored_trace_once_finished_else_from_the_batches(store: Store) -> None:
+    new_run(store)
+    store.append_batch("run1", 0, items(0, 3))
+    assert store.events("run1") == [{"seq": s, "kind": "mark"} for s in range(3)]
+    # Once finished, the stored document is read: the batches' changes are not parsed at all.
+    trace = {"schema": "x", "meta": {}, "events": [{"seq": 0, "kind": "op"}]}
+    store.finish("run1", status="done", error=None, trace_json=json.dumps(trace))
+    assert store.events("run1") == trace["events"]
+
+
 def test_prune_keeps_the_newest_finished_runs_and_every_unfinished_one(store: Store) -> None:
     for i in range(5):
         store.create_run(f"run{i}", scenario=None, title="t", filename="t.py", source="", trusted=False)
