@@ -20,6 +20,19 @@ the store at once, so a stream sends them while the scenario still runs; the eve
 delivered when the run ends are added from its result. A failure while streaming (the store, a
 caption) stops the streaming, not the run: the rest is then added from the result too.
 
+Note [A story ready at done]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+The viewer's default level is the story, which it asks for as soon as a run is done. Derived
+then, it is another pass of the reducer over every event, after parsing them all back (1.9 s for
+a 99k-event run); but ``EventWriter`` has just stepped the reducer through the same events, with
+the state before each, which is all the story's builders need (``StoryDocumentBuilder`` in
+engine/trace/story.py: ``story_document`` is that builder fed by its own pass). So the writer
+feeds it as it annotates, and the run's story is stored with the run when it finishes: ``GET
+story`` then reads it (app/routes/derived.py). It is the same document (tests/app/test_store.py
+checks it on every golden trace, also after a resume). A story that fails to build here is not
+stored, and is derived when asked for as before, where its error is reported; it never stops
+the events from being stored.
+
 Note [The engine's fingerprint]
 ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 A run is reused for the same scenario text only while the code that made it is the same (Note
@@ -53,6 +66,7 @@ import importlib.metadata
 import importlib.util
 import inspect
 import io
+import json
 import logging
 import re
 import secrets
@@ -86,7 +100,8 @@ from engine.trace.captions import caption
 from engine.trace.changed import describe_changes
 from engine.trace.export import to_json
 from engine.trace.export_dot import DotCollector, dot_of
-from engine.trace.state import Event, initial_state, step
+from engine.trace.state import Change, Event, initial_state, step
+from engine.trace.story import StoryDocumentBuilder
 
 log = logging.getLogger("autograd_lens.runs")
 
@@ -256,7 +271,8 @@ class EventWriter:
     before the event, the changes from stepping the reducer over it (docs/trace.md, "The reducer"),
     and ``changed`` says them in a few lines (``engine/trace/changed.py``). What the run's graph
     needs is collected on the way (``dot``, ``graph_dot()``), so drawing it at the end does not
-    step the reducer through every event a second time.
+    step the reducer through every event a second time, and so is its story (``story``,
+    ``story_json()``: Note [A story ready at done]).
     """
 
     def __init__(
@@ -268,6 +284,7 @@ class EventWriter:
         self.on_append = on_append
         self.state = initial_state()
         self.dot = DotCollector()
+        self.story: StoryDocumentBuilder | None = StoryDocumentBuilder()
         self.pending: list[dict[str, Any]] = []
         self.next_seq = 0
         self.count = 0  # events added so far
@@ -282,7 +299,9 @@ class EventWriter:
             self.count += 1
             self.dot.see(self.state, event)
             text = caption(self.state, event)
+            self._story_sees(event, text)
             changes = step(self.state, event)
+            self._story_after(event, changes)
             changed = describe_changes(self.state, changes)
             self.pending.append({"event": event, "changes": changes, "caption": text, "changed": changed})
             if len(self.pending) >= self.batch_events:
@@ -294,11 +313,45 @@ class EventWriter:
         self.pending = []
         self.state = initial_state()
         self.dot = DotCollector()
+        self.story = StoryDocumentBuilder()
         for event in events[: self.next_seq]:
             self.dot.see(self.state, event)
-            step(self.state, event)
+            self._story_sees(event)
+            changes = step(self.state, event)
+            self._story_after(event, changes)
         self.count = self.next_seq
         self.broken = False
+
+    # A story that cannot be built here is derived when asked for, as before, where its error is
+    # reported: it must not stop the events from being stored.
+
+    def _story_sees(self, event: Event, text: str | None = None) -> None:
+        if self.story is not None:
+            try:
+                self.story.see(self.state, event, text)
+            except Exception:
+                self._story_failed()
+
+    def _story_after(self, event: Event, changes: list[Change]) -> None:
+        if self.story is not None:
+            try:
+                self.story.after(event, changes)
+            except Exception:
+                self._story_failed()
+
+    def _story_failed(self) -> None:
+        log.exception("run %s: building its story failed; it is derived when asked for", self.run_id)
+        self.story = None
+
+    def story_json(self, events: list[Event]) -> str | None:
+        """The story document of ``events``, every event added, as ``GET story`` sends it."""
+        if self.story is None:
+            return None
+        try:
+            return json.dumps(self.story.finish(self.state, events), separators=(",", ":"))
+        except Exception:
+            self._story_failed()
+            return None
 
     def graph_dot(self) -> str:
         """The DOT of every event added (``engine.trace.export.to_dot`` of them)."""
@@ -628,6 +681,10 @@ class RunManager:
         )
 
     def _store_result(self, run_id: str, result: RunResult, writer: EventWriter) -> None:
+        with gc_paused():  # Note [Pausing the collector] (app/_gc.py)
+            self._finish(run_id, result, writer)
+
+    def _finish(self, run_id: str, result: RunResult, writer: EventWriter) -> None:
         trace = result.trace or {}
         events: list[Event] = list(trace.get("events") or [])
         if writer.broken:
@@ -651,6 +708,7 @@ class RunManager:
             sources=trace.get("sources"),
             dot=dot,
             trace_json=to_json(trace) if trace else None,
+            story_json=writer.story_json(events),
             grads=grads if isinstance(grads := result.extra.get("grads"), dict) else None,
         )
 

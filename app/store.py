@@ -86,7 +86,7 @@ import orjson
 
 from app.runner import BACKENDS, RunError
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 SHARED_ID_LENGTH = 12  # base32 characters of the hash: 60 bits, no collision in any one server's life
 FINISHED = ("done", "error")
 INTERRUPTED = "interrupted by a server restart"
@@ -115,6 +115,7 @@ CREATE TABLE IF NOT EXISTS runs (
     dot         TEXT,              -- the graph as DOT source, once finished
     trace       BLOB,              -- zlib(the trace document as JSON), once finished
     grads       TEXT,              -- JSON {name: nested list}: the final gradients, once finished
+    story       BLOB,              -- zlib(its story document as JSON), once finished (app/runs.py)
     reuse_key   TEXT,              -- what another request for the same run asks for (Note [Reusing a run])
     owner       TEXT,              -- the process running it (Note [Who owns an unfinished run])
     created_at  TEXT NOT NULL,
@@ -145,6 +146,7 @@ _ADDED_COLUMNS = {
     "imported": "INTEGER NOT NULL DEFAULT 0",  # version 3; every older run ran on this server
     "reuse_key": "TEXT",  # version 4; older runs are never reused (their engine is unknown)
     "owner": "TEXT",  # version 4; an older unfinished run has no owner: an orphan
+    "story": "BLOB",  # version 5; an older run's story is derived when first asked for
 }
 # After the columns exist (an older database gets them in ``open``'s migration first).
 _INDEXES = "CREATE INDEX IF NOT EXISTS runs_reuse ON runs (reuse_key) WHERE reuse_key IS NOT NULL"
@@ -488,16 +490,18 @@ class Store:
         dot: str | None = None,
         trace_json: str | None = None,
         grads: dict[str, Any] | None = None,
+        story_json: str | None = None,
     ) -> None:
         """End a run. ``trace_json``: the whole trace document, kept as is (compressed) because
         rebuilding it from the batches means parsing every event's changes too. ``grads``: the
-        final gradients of the scenario's tensors (``RunResult.extra["grads"]``), for a diff."""
+        final gradients of the scenario's tensors (``RunResult.extra["grads"]``), for a diff.
+        ``story_json``: its story document (Note [A story ready at done] in app/runs.py)."""
         if status not in FINISHED:
             raise ValueError(f"a run finishes as one of {FINISHED}, not {status!r}")
         with self._write() as conn:
             conn.execute(
                 "UPDATE runs SET status = ?, error = ?, stdout = ?, meta = ?, sources = ?, dot = ?, "
-                "trace = ?, grads = ?, finished_at = ?, progress = MAX(progress, n_events), "
+                "trace = ?, grads = ?, story = ?, finished_at = ?, progress = MAX(progress, n_events), "
                 "reuse_key = CASE WHEN ? THEN reuse_key END WHERE id = ?",
                 (
                     status,
@@ -508,6 +512,7 @@ class Store:
                     dot,
                     zlib.compress(trace_json.encode("utf-8"), ZLIB_LEVEL) if trace_json is not None else None,
                     dumps(grads) if grads is not None else None,
+                    zlib.compress(story_json.encode("utf-8"), ZLIB_LEVEL) if story_json is not None else None,
                     now_iso(),
                     status == "done" or reusable_error(error),  # Note [Reusing a run]
                     run_id,
@@ -555,6 +560,12 @@ class Store:
         """The final gradients stored when the run finished (``None``: none were reported)."""
         text = self._column(run_id, "grads")
         return dict(json.loads(text)) if text else None
+
+    def story_json(self, run_id: str) -> str | None:
+        """The story document stored when the run finished (Note [A story ready at done]), if
+        it was."""
+        blob = self._column(run_id, "story")
+        return zlib.decompress(blob).decode("utf-8") if blob is not None else None
 
     def dot(self, run_id: str) -> str | None:
         return self._column(run_id, "dot")  # type: ignore[no-any-return]

@@ -52,6 +52,9 @@ def derived_json(store: Store, run_id: str, n_events: int, name: str) -> str:
         if key in _cache:
             _cache.move_to_end(key)
             return _cache[key]
+    stored = store.story_json(run_id) if name == "story" else None  # Note [A story ready at done]
+    if stored is not None:
+        return stored
     with gc_paused():  # Note [Pausing the collector] (app/_gc.py)
         events = store.events(run_id)
         meta = (store.trace_parts(run_id) or ({}, {}))[0]

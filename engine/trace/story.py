@@ -150,7 +150,8 @@ class StoryBuilder:
     pending: _Pending | None = None
     log: list[tuple[int, list[Change]]] = field(default_factory=list)  # (seq, changes) since the last step
 
-    def visit(self, state: State, e: Event) -> None:
+    def visit(self, state: State, e: Event, text: str | None = None) -> None:
+        """``text``: the event's caption, when the caller has it already."""
         kind = e.get("kind")
         mode = None
         if kind == "fn_start":
@@ -160,7 +161,8 @@ class StoryBuilder:
         node = state["nodes"].get(str(e.get("node"))) if kind == "node_exec" else None
         if not is_story_event(e, mode, node["name"] if node else None):
             return
-        text = caption(state, e)
+        if text is None:
+            text = caption(state, e)
         if self.pending is not None and self._joins(self.pending, e):
             self.pending.events.append(e)
             self.pending.captions.append(text)
@@ -490,36 +492,56 @@ class StoryDocument(TypedDict):
 
 def story_document(events: Sequence[Event], with_questions: bool = True) -> StoryDocument:
     """Steps, chapters, cause links and questions of a trace, from one pass of the reducer."""
-    from engine.trace.predict import QuestionBuilder
-
     state = initial_state()
-    story, chapter_b, causes, questions_b = (
-        StoryBuilder(),
-        ChapterBuilder(),
-        CauseBuilder(),
-        QuestionBuilder(),
-    )
+    builder = StoryDocumentBuilder(with_questions)
     for event in events:
-        story.visit(state, event)
-        chapter_b.visit(state, event)
-        causes.visit(state, event)
-        pending = story.pending
-        if with_questions and pending is not None and pending.events[0] is event:
+        builder.see(state, event)
+        builder.after(event, step(state, event))
+    return builder.finish(state, events)
+
+
+class StoryDocumentBuilder:
+    """``story_document`` fed one event at a time, by its own pass of the reducer or by whoever
+    steps a state through the events already (the server, annotating a run's events as they
+    arrive: app/runs.py): ``see(state, event)`` with the state before the event, ``after(event,
+    changes)`` with what stepping it changed, ``finish(state, events)`` with the final state."""
+
+    def __init__(self, with_questions: bool = True) -> None:
+        from engine.trace.predict import QuestionBuilder
+
+        self.with_questions = with_questions
+        self.story = StoryBuilder()
+        self.chapters = ChapterBuilder()
+        self.causes = CauseBuilder()
+        self.questions = QuestionBuilder()
+
+    def see(self, state: State, event: Event, text: str | None = None) -> None:
+        """``text``: the event's caption (``captions.caption(state, event)``), if already made."""
+        self.story.visit(state, event, text)
+        self.chapters.visit(state, event)
+        self.causes.visit(state, event)
+        pending = self.story.pending
+        if self.with_questions and pending is not None and pending.events[0] is event:
             # ``event`` starts a story step, whose index is the number of steps closed so far.
-            questions_b.visit(state, event, len(story.steps), causes.links)
-        story.after(event, step(state, event))
-    story.flush(state)
-    chapter_list = chapter_b.finish()
-    steps = story.steps
-    _assign_chapters(steps, chapter_list)
-    questions = questions_b.finish(events, steps, causes.links) if with_questions else []
-    return {
-        "steps": steps,
-        "chapters": chapter_list,
-        "links": {str(k): v for k, v in sorted(causes.links.items())},
-        "questions": questions,
-        "n_events": len(events),
-    }
+            self.questions.visit(state, event, len(self.story.steps), self.causes.links)
+
+    def after(self, event: Event, changes: list[Change]) -> None:
+        self.story.after(event, changes)
+
+    def finish(self, state: State, events: Sequence[Event]) -> StoryDocument:
+        story, causes = self.story, self.causes
+        story.flush(state)
+        chapter_list = self.chapters.finish()
+        steps = story.steps
+        _assign_chapters(steps, chapter_list)
+        questions = self.questions.finish(events, steps, causes.links) if self.with_questions else []
+        return {
+            "steps": steps,
+            "chapters": chapter_list,
+            "links": {str(k): v for k, v in sorted(causes.links.items())},
+            "questions": questions,
+            "n_events": len(events),
+        }
 
 
 def _assign_chapters(steps: list[StoryStep], chapter_list: list[Chapter]) -> None:

@@ -14,6 +14,7 @@ from app.runs import EventWriter
 from app.store import INTERRUPTED, Store, dumps, dumps_batch, items_after
 from engine.trace.delta import Change
 from engine.trace.export import annotate, to_dot
+from engine.trace.story import story_document
 from tests.scenarios._golden import GOLDEN_DIR
 
 
@@ -217,6 +218,27 @@ def test_the_event_writer_draws_the_graph_to_dot_draws(store: Store, name: str) 
     writer.add(events[writer.count :])
     writer.flush()
     assert writer.graph_dot() == to_dot(events).source
+    # Note [A story ready at done]: the story, as GET story would derive it.
+    story = writer.story_json(events)
+    assert story == json.dumps(story_document(events), separators=(",", ":"))
+
+
+def test_a_story_that_fails_to_build_does_not_stop_the_events(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    events = json.loads((GOLDEN_DIR / "nested_checkpoint.json").read_text())["trace"]["events"]
+    new_run(store)
+    writer = EventWriter(store, "run1", 16)
+
+    def broken(*_: Any) -> None:
+        raise RuntimeError("a story bug")
+
+    assert writer.story is not None
+    monkeypatch.setattr(writer.story, "see", broken)
+    writer.add(events)
+    writer.flush()
+    assert writer.story is None and writer.story_json(events) is None  # derived when asked for
+    assert [i["event"] for i in store.items("run1")] == events
 
 
 def test_events_come_from_the_stored_trace_once_finished_else_from_the_batches(store: Store) -> None:
