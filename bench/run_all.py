@@ -466,7 +466,7 @@ def stream_figures(repeat: int) -> dict[str, Any]:
             "value": statistics.median(stories) * 1e3,
             "unit": "ms",
             "target": None,
-            "anchor": f"GET story of that run once done, {n_events:,.0f} events (derived when first asked)",
+            "anchor": f"GET story of that run once done, {n_events:,.0f} events (stored with the run)",
             "rounds": repeat,
         },
         "memory report after done": {
