@@ -302,8 +302,12 @@ class RecorderCore(TensorNames):
             self._deferred.append((kind, fields))
             return
         self._busy = True
-        # The emitter's side of the stack starts below this frame (Note [Recorder fast paths]).
-        self._start = sys._getframe(1)
+        # The emitter's side of the stack starts below the two frames that called this one
+        # (``sink`` and ``emit.emit``, or ``_dead`` and ``_on_death``; Note [Recorder fast paths]).
+        try:
+            self._start = sys._getframe(3)
+        except ValueError:  # a shallower stack: an object freed with no Python frame below
+            self._start = None
         try:
             while self._foreign:
                 self._handle(*self._foreign.popleft())
@@ -363,10 +367,11 @@ class RecorderCore(TensorNames):
     #   while one emission is handled (the events a handler makes for what it refers to, the
     #   tensor_new of a flush, the deaths queued meanwhile): the frames below the recorder's are
     #   the emitter's, which waits, and the recorder's own frames (``engine/trace``) are never
-    #   in a recorded file. So the walk starts at the frame that called ``_receive``
-    #   (``_start``), not at ``where()``'s caller, and its answer (``_here``) serves the whole
-    #   emission; both are dropped when ``_receive`` returns, since a frame held any longer
-    #   would keep its variables, and with them tensors, alive.
+    #   in a recorded file. So the walk starts below the frames that delivered the emission
+    #   (``_start``: under ``sink`` and ``emit.emit``, or ``_dead`` and ``_on_death``, none of
+    #   them a recorded file), not at ``where()``'s caller, and its answer (``_here``) serves
+    #   the whole emission; both are dropped when ``_receive`` returns, since a frame held any
+    #   longer would keep its variables, and with them tensors, alive.
     # - The anchor. The frame that entered the ``with`` block (``anchor``, from
     #   ``_Recording.__enter__``) stays on the stack while the block runs, and the frames below
     #   a frame on the stack never change; so which of them is the outermost recorded frame is
