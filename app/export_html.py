@@ -196,7 +196,7 @@ def lens_data(
         "trace": doc,
         "story": story_document(events) if story is None else story,
         "memory": memory_report(events, modules=meta.get("modules")) if memory is None else memory,
-        "dot": (to_dot(events).source if events else None) if dot is None else dot,
+        "dot": (to_dot(doc).source if events else None) if dot is None else dot,
         "done": {"status": run["status"], "error": run.get("error"), "n_events": len(events)},
     }
 

@@ -99,7 +99,7 @@ from app.store import INTERRUPTED, RunRecord, Store, claim_owner, release_owner
 from engine.trace.captions import caption
 from engine.trace.changed import describe_changes
 from engine.trace.export import to_json
-from engine.trace.export_dot import DotCollector, dot_of
+from engine.trace.export_dot import DotCollector, dot_of, modules_of
 from engine.trace.state import Change, Event, initial_state, step
 from engine.trace.story import StoryDocumentBuilder
 
@@ -353,9 +353,10 @@ class EventWriter:
             self._story_failed()
             return None
 
-    def graph_dot(self) -> str:
-        """The DOT of every event added (``engine.trace.export.to_dot`` of them)."""
-        return dot_of(self.dot, self.state, {}).source
+    def graph_dot(self, trace: dict[str, Any]) -> str:
+        """The DOT of every event added, ``engine.trace.export.to_dot`` of ``trace``, the document
+        they are the events of (its ``meta.modules`` fold repeated module instances)."""
+        return dot_of(self.dot, self.state, modules_of(trace)).source
 
     def flush(self) -> None:
         if self.pending:
@@ -692,7 +693,7 @@ class RunManager:
         writer.add(events[writer.count :])
         writer.flush()
         try:
-            dot: str | None = writer.graph_dot()
+            dot: str | None = writer.graph_dot(trace)
         except Exception:  # a drawing bug must not lose the run; graph.dot then says so
             log.exception("run %s: to_dot failed", run_id)
             dot = None

@@ -112,7 +112,7 @@ def to_dot(trace: Any, *, show_saved: bool = True) -> graphviz.Digraph:
     for e in events_of(trace):
         c.see(state, e)
         step(state, e)
-    return dot_of(c, state, _modules_of(trace), show_saved=show_saved)
+    return dot_of(c, state, modules_of(trace), show_saved=show_saved)
 
 
 def dot_of(
@@ -270,7 +270,7 @@ FOLD_MIN = 3
 TIMES = "\N{MULTIPLICATION SIGN}"
 
 
-def _modules_of(trace: Any) -> dict[str, dict[str, Any]]:
+def modules_of(trace: Any) -> dict[str, dict[str, Any]]:
     """``meta.modules`` of a trace document (Note [Module paths]), or nothing."""
     meta = trace.get("meta") if isinstance(trace, dict) else getattr(trace, "meta", None)
     modules = meta.get("modules") if isinstance(meta, dict) else None

@@ -95,17 +95,29 @@ def test_trace_json_is_the_run_trace(client: TestClient, nested: str, nested_dir
 
 
 def test_graph_dot_and_chrome_exports(client: TestClient, nested: str) -> None:
-    events = client.get(f"/api/runs/{nested}/trace.json").json()["events"]
+    trace = client.get(f"/api/runs/{nested}/trace.json").json()
     dot = client.get(f"/api/runs/{nested}/graph.dot")
     assert dot.status_code == 200
     assert dot.headers["content-type"].startswith("text/vnd.graphviz")
-    assert dot.text == to_dot(events).source
+    assert dot.text == to_dot(trace).source  # the document: its meta.modules fold module instances
     assert "id=f0" in dot.text  # frame 0's cluster, which the viewer restyles by id
 
     chrome = client.get(f"/api/runs/{nested}/trace.chrome.json?clock=seq").json()
     slices = [e for e in chrome["traceEvents"] if e["ph"] == "X"]
     assert slices and all(e["ts"] == int(e["ts"]) for e in slices)
     assert client.get(f"/api/runs/{nested}/trace.chrome.json?clock=wall").status_code == 422
+
+
+def test_the_graph_of_a_model_folds_its_repeated_module_instances(client: TestClient) -> None:
+    # Note [Folded blocks]: mlp_memory_none's blocks.0-2 are three alike instances of one module
+    # outside any checkpoint; only the trace's meta.modules names them, so the server must draw
+    # the graph from the document, not from its events alone.
+    run_id = start_run(client, scenario="mlp_memory_none")
+    assert finished_run(client, run_id)["status"] == "done"
+    trace = client.get(f"/api/runs/{run_id}/trace.json").json()
+    dot = client.get(f"/api/runs/{run_id}/graph.dot").text
+    assert dot == to_dot(trace).source
+    assert dot.count("subgraph cluster_m") == 3 and dot.count("fold=g") >= 3
 
 
 def test_the_story_of_a_finished_run(client: TestClient, nested: str) -> None:
