@@ -125,7 +125,7 @@ def test_a_version_1_database_is_migrated(settings: Settings) -> None:
         run_id = start_run(client, scenario="early_stop_on")  # new runs work in the old file
         assert finished_run(client, run_id)["backend"] == "engine"
     with sqlite3.connect(settings.database) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 4
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 5
     Store(settings.database).open()  # opening again changes nothing
 
 
@@ -133,7 +133,7 @@ def test_a_newer_database_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "runs.sqlite3"
     with sqlite3.connect(path) as conn:
         conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
-    with pytest.raises(RuntimeError, match="schema version 5, this server knows 4"):
+    with pytest.raises(RuntimeError, match="schema version 6, this server knows 5"):
         Store(path).open()
 
 
