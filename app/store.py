@@ -91,6 +91,9 @@ SHARED_ID_LENGTH = 12  # base32 characters of the hash: 60 bits, no collision in
 FINISHED = ("done", "error")
 INTERRUPTED = "interrupted by a server restart"
 ZLIB_LEVEL = 1  # Note [Event batches]
+# Documents a run stores when it finishes, each a column of ``runs`` (Note [Documents ready at
+# done] in app/runs.py; how each is built: app/documents.py).
+STORED_DOCUMENTS = ("story", "memory")
 # Errors that depend on the moment, not on the scenario's text (Note [Reusing a run]); a run that
 # stopped at a sandbox limit has ``error.limit`` set as well.
 TRANSIENT_ERRORS = ("Interrupted", "InternalError", "WorkerError")
@@ -116,6 +119,7 @@ CREATE TABLE IF NOT EXISTS runs (
     trace       BLOB,              -- zlib(the trace document as JSON), once finished
     grads       TEXT,              -- JSON {name: nested list}: the final gradients, once finished
     story       BLOB,              -- zlib(its story document as JSON), once finished (app/runs.py)
+    memory      BLOB,              -- zlib(its memory report as JSON), once finished (app/runs.py)
     reuse_key   TEXT,              -- what another request for the same run asks for (Note [Reusing a run])
     owner       TEXT,              -- the process running it (Note [Who owns an unfinished run])
     created_at  TEXT NOT NULL,
@@ -147,6 +151,7 @@ _ADDED_COLUMNS = {
     "reuse_key": "TEXT",  # version 4; older runs are never reused (their engine is unknown)
     "owner": "TEXT",  # version 4; an older unfinished run has no owner: an orphan
     "story": "BLOB",  # version 5; an older run's story is derived when first asked for
+    "memory": "BLOB",  # version 5; so is its memory report
 }
 # After the columns exist (an older database gets them in ``open``'s migration first).
 _INDEXES = "CREATE INDEX IF NOT EXISTS runs_reuse ON runs (reuse_key) WHERE reuse_key IS NOT NULL"
@@ -215,6 +220,10 @@ def dumps(value: Any) -> str:
         return json.dumps(value, separators=(",", ":"), allow_nan=False)
     except ValueError:
         return json.dumps(_finite(value), separators=(",", ":"), allow_nan=False)
+
+
+def _compressed(text: str | None) -> bytes | None:
+    return zlib.compress(text.encode("utf-8"), ZLIB_LEVEL) if text is not None else None
 
 
 def dumps_batch(items: list[dict[str, Any]]) -> bytes:
@@ -490,18 +499,21 @@ class Store:
         dot: str | None = None,
         trace_json: str | None = None,
         grads: dict[str, Any] | None = None,
-        story_json: str | None = None,
+        documents: dict[str, str] | None = None,
     ) -> None:
         """End a run. ``trace_json``: the whole trace document, kept as is (compressed) because
         rebuilding it from the batches means parsing every event's changes too. ``grads``: the
         final gradients of the scenario's tensors (``RunResult.extra["grads"]``), for a diff.
-        ``story_json``: its story document (Note [A story ready at done] in app/runs.py)."""
+        ``documents``: its story and memory report as JSON, by name, those that could be built
+        (Note [Documents ready at done] in app/runs.py)."""
+        documents = documents or {}
         if status not in FINISHED:
             raise ValueError(f"a run finishes as one of {FINISHED}, not {status!r}")
         with self._write() as conn:
             conn.execute(
                 "UPDATE runs SET status = ?, error = ?, stdout = ?, meta = ?, sources = ?, dot = ?, "
-                "trace = ?, grads = ?, story = ?, finished_at = ?, progress = MAX(progress, n_events), "
+                "trace = ?, grads = ?, story = ?, memory = ?, finished_at = ?, "
+                "progress = MAX(progress, n_events), "
                 "reuse_key = CASE WHEN ? THEN reuse_key END WHERE id = ?",
                 (
                     status,
@@ -510,9 +522,9 @@ class Store:
                     dumps(meta) if meta is not None else None,
                     dumps(sources) if sources is not None else None,
                     dot,
-                    zlib.compress(trace_json.encode("utf-8"), ZLIB_LEVEL) if trace_json is not None else None,
+                    _compressed(trace_json),
                     dumps(grads) if grads is not None else None,
-                    zlib.compress(story_json.encode("utf-8"), ZLIB_LEVEL) if story_json is not None else None,
+                    *(_compressed(documents.get(name)) for name in STORED_DOCUMENTS),
                     now_iso(),
                     status == "done" or reusable_error(error),  # Note [Reusing a run]
                     run_id,
@@ -561,10 +573,12 @@ class Store:
         text = self._column(run_id, "grads")
         return dict(json.loads(text)) if text else None
 
-    def story_json(self, run_id: str) -> str | None:
-        """The story document stored when the run finished (Note [A story ready at done]), if
-        it was."""
-        blob = self._column(run_id, "story")
+    def document_json(self, run_id: str, name: str) -> str | None:
+        """Document ``name`` (``story`` or ``memory``) stored when the run finished (Note
+        [Documents ready at done] in app/runs.py), if it was."""
+        if name not in STORED_DOCUMENTS:
+            raise ValueError(f"no stored document {name!r} (stored: {', '.join(STORED_DOCUMENTS)})")
+        blob = self._column(run_id, name)
         return zlib.decompress(blob).decode("utf-8") if blob is not None else None
 
     def dot(self, run_id: str) -> str | None:

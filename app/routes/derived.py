@@ -5,30 +5,28 @@ ledger, why checkpointing saved little; ``engine.trace.memory.memory_report``); 
 ``GET /api/glossary``: the terms the viewer explains (``engine.trace.glossary``). docs/viewer.md
 and docs/memory.md say how the viewer uses them.
 
-Each document is derived from the stored events when first asked for and kept for the newest
-``CACHE_SIZE`` runs asked about: a run's events never change once it has finished, so
-``(run id, number of events)`` identifies it.
+A run stores its story and memory report when it finishes (Note [Documents ready at done] in
+app/runs.py). Any other document, or one a run could not store (a run stored before, a
+document that failed to build then), is derived from the stored events when first asked for and
+kept for the newest ``CACHE_SIZE`` runs asked about: a run's events never change once it has
+finished, so ``(run id, number of events)`` identifies it.
 """
 
 from __future__ import annotations
 
-import json
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
 from typing import Any
 
 from fastapi import APIRouter, HTTPException, Response
 from starlette.concurrency import run_in_threadpool
 
 from app._gc import paused as gc_paused
-from app.compare import figures_of
 from app.deps import ManagerDep, RunDep
+from app.documents import derive_json
 from app.models import ErrorResponse
-from app.store import Store
+from app.store import STORED_DOCUMENTS, Store
 from engine.trace.glossary import glossary
-from engine.trace.memory import memory_report
-from engine.trace.story import story_document
 
 router = APIRouter(prefix="/api", tags=["api"])
 
@@ -36,29 +34,22 @@ CACHE_SIZE = 32
 _cache: OrderedDict[tuple[str, str, int], str] = OrderedDict()
 _lock = threading.Lock()
 
-# Each document from the run's events and its trace's ``meta``.
-Builder = Callable[[Sequence[dict[str, Any]], dict[str, Any]], Any]
-DOCUMENTS: dict[str, Builder] = {
-    "story": lambda events, meta: story_document(events),
-    "memory": lambda events, meta: memory_report(events, modules=meta.get("modules")),
-    "compare": lambda events, meta: figures_of(events),
-}
-
 
 def derived_json(store: Store, run_id: str, n_events: int, name: str) -> str:
-    """Document ``name`` (a key of ``DOCUMENTS``) of a finished run, as JSON text."""
+    """Document ``name`` (a key of ``app.documents.DOCUMENTS``) of a finished run, as JSON text."""
     key = (name, run_id, n_events)
     with _lock:
         if key in _cache:
             _cache.move_to_end(key)
             return _cache[key]
-    stored = store.story_json(run_id) if name == "story" else None  # Note [A story ready at done]
+    # Note [Documents ready at done] in app/runs.py
+    stored = store.document_json(run_id, name) if name in STORED_DOCUMENTS else None
     if stored is not None:
         return stored
     with gc_paused():  # Note [Pausing the collector] (app/_gc.py)
         events = store.events(run_id)
         meta = (store.trace_parts(run_id) or ({}, {}))[0]
-        text = json.dumps(DOCUMENTS[name](events, meta), separators=(",", ":"))
+        text = derive_json(name, events, meta)
     with _lock:
         _cache[key] = text
         while len(_cache) > CACHE_SIZE:

@@ -128,8 +128,8 @@ def test_the_story_of_a_finished_run(client: TestClient, nested: str) -> None:
     assert story == json.loads(json.dumps(story_document(events)))
     assert story["n_events"] == len(events)
     assert client.get(f"/api/runs/{nested}/story").json() == story  # the second answer is the cached one
-    # Note [A story ready at done]: it was stored with the run, not derived when asked for.
-    stored = manager(client).store.story_json(nested)
+    # Note [Documents ready at done]: it was stored with the run, not derived when asked for.
+    stored = manager(client).store.document_json(nested, "story")
     assert stored is not None and json.loads(stored) == story
     assert client.get("/api/runs/doesnotexist/story").status_code == 404
 

@@ -219,7 +219,7 @@ def test_the_event_writer_draws_the_graph_to_dot_draws(store: Store, name: str) 
     writer.flush()
     trace = json.loads((GOLDEN_DIR / f"{name}.json").read_text())["trace"]
     assert writer.graph_dot(trace) == to_dot(trace).source  # meta.modules folds module instances
-    # Note [A story ready at done]: the story, as GET story would derive it.
+    # Note [Documents ready at done]: the story, as GET story would derive it.
     story = writer.story_json(events)
     assert story == json.dumps(story_document(events), separators=(",", ":"))
 
@@ -250,6 +250,16 @@ def test_events_come_from_the_stored_trace_once_finished_else_from_the_batches(s
     trace = {"schema": "x", "meta": {}, "events": [{"seq": 0, "kind": "op"}]}
     store.finish("run1", status="done", error=None, trace_json=json.dumps(trace))
     assert store.events("run1") == trace["events"]
+
+
+def test_documents_are_stored_with_a_finished_run_and_read_back(store: Store) -> None:
+    new_run(store)
+    assert store.document_json("run1", "story") is None  # not finished: derived when asked for
+    store.finish("run1", status="done", error=None, documents={"memory": '{"m":"é"}'})
+    assert store.document_json("run1", "memory") == '{"m":"é"}'
+    assert store.document_json("run1", "story") is None  # a document that failed to build
+    with pytest.raises(ValueError, match="no stored document 'compare'"):
+        store.document_json("run1", "compare")
 
 
 def test_prune_keeps_the_newest_finished_runs_and_every_unfinished_one(store: Store) -> None:
