@@ -566,11 +566,12 @@ async function start() {
   // The events are asked for before the views are mounted (nothing is handled before this
   // function returns: the handlers run in later tasks, after the mounting below). When the run
   // had already finished, its story, graph and memory report are asked for at once too, instead
-  // of after the last event: the server derives the story from the run's events when first asked
-  // (app/routes/derived.py), so that work and the download overlap the stream. They are still
-  // *used* in the same order and at the same moment as for a run that finishes while watched
-  // (onDone): only the waiting moves. The memory report is asked for once the story has arrived,
-  // so that deriving it does not delay the story, which the default level needs. A document asked
+  // of after the last event, so that fetching them (or, for a run stored before its documents were
+  // kept with it, deriving them: Note [Documents ready at done] in app/runs.py) overlaps the
+  // stream. They are still *used* in the same order and at the same moment as for a run that
+  // finishes while watched (onDone): only the waiting moves. The memory report is asked for once
+  // the story has arrived, so that deriving it does not delay the story, which the default level
+  // needs. A document asked
   // for early that fails is reported where it is used, as before (the .catch only keeps an early
   // failure from being reported as unhandled before then).
   openEvents();
