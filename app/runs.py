@@ -74,7 +74,6 @@ import importlib.metadata
 import importlib.util
 import inspect
 import io
-import json
 import logging
 import re
 import secrets
@@ -90,7 +89,7 @@ from typing import Any
 
 from app._gc import paused as gc_paused
 from app.config import Settings
-from app.documents import derive_json
+from app.documents import derive_json, document_json
 from app.imported import describe, imported_result
 from app.runner import (
     BACKENDS,
@@ -292,7 +291,7 @@ class EventWriter:
         self.batch_events = batch_events
         self.on_append = on_append
         self.state = initial_state()
-        self.dot = DotCollector()
+        self.dot: DotCollector | None = DotCollector()
         self.story: StoryDocumentBuilder | None = StoryDocumentBuilder()
         self.pending: list[dict[str, Any]] = []
         self.next_seq = 0
@@ -306,11 +305,10 @@ class EventWriter:
     def _add(self, events: Iterable[Event]) -> None:
         for event in events:
             self.count += 1
-            self.dot.see(self.state, event)
             text = caption(self.state, event)
-            self._story_sees(event, text)
+            self._collect_before(event, text)
             changes = step(self.state, event)
-            self._story_after(event, changes)
+            self._collect_after(event, changes)
             changed = describe_changes(self.state, changes)
             self.pending.append({"event": event, "changes": changes, "caption": text, "changed": changed})
             if len(self.pending) >= self.batch_events:
@@ -324,48 +322,58 @@ class EventWriter:
         self.dot = DotCollector()
         self.story = StoryDocumentBuilder()
         for event in events[: self.next_seq]:
-            self.dot.see(self.state, event)
-            self._story_sees(event)
+            self._collect_before(event)
             changes = step(self.state, event)
-            self._story_after(event, changes)
+            self._collect_after(event, changes)
         self.count = self.next_seq
         self.broken = False
 
-    # A story that cannot be built here is derived when asked for, as before, where its error is
-    # reported: it must not stop the events from being stored.
+    # What the graph and the story need, gathered on the way. A collector that fails is dropped
+    # and logged, and must not stop the events from being stored: the graph is then missing, as
+    # when drawing it failed before, and the story is derived when asked for, where its error
+    # is reported (Note [Documents ready at done]).
 
-    def _story_sees(self, event: Event, text: str | None = None) -> None:
+    def _collect_before(self, event: Event, text: str | None = None) -> None:
+        if self.dot is not None:
+            try:
+                self.dot.see(self.state, event)
+            except Exception:
+                self.dot = None
+                self._dropped("its graph")
         if self.story is not None:
             try:
                 self.story.see(self.state, event, text)
             except Exception:
-                self._story_failed()
+                self.story = None
+                self._dropped("its story")
 
-    def _story_after(self, event: Event, changes: list[Change]) -> None:
+    def _collect_after(self, event: Event, changes: list[Change]) -> None:
         if self.story is not None:
             try:
                 self.story.after(event, changes)
             except Exception:
-                self._story_failed()
+                self.story = None
+                self._dropped("its story")
 
-    def _story_failed(self) -> None:
-        log.exception("run %s: building its story failed; it is derived when asked for", self.run_id)
-        self.story = None
+    def _dropped(self, what: str) -> None:
+        log.exception("run %s: collecting what %s needs failed", self.run_id, what)
 
     def story_json(self, events: list[Event]) -> str | None:
         """The story document of ``events``, every event added, as ``GET story`` sends it."""
         if self.story is None:
             return None
         try:
-            return json.dumps(self.story.finish(self.state, events), separators=(",", ":"))
+            return document_json(self.story.finish(self.state, events))
         except Exception:
-            self._story_failed()
+            self.story = None
+            self._dropped("its story")
             return None
 
-    def graph_dot(self, trace: dict[str, Any]) -> str:
+    def graph_dot(self, trace: dict[str, Any]) -> str | None:
         """The DOT of every event added, ``engine.trace.export.to_dot`` of ``trace``, the document
-        they are the events of (its ``meta.modules`` fold repeated module instances)."""
-        return dot_of(self.dot, self.state, modules_of(trace)).source
+        they are the events of (its ``meta.modules`` fold repeated module instances); None if
+        collecting for it failed."""
+        return dot_of(self.dot, self.state, modules_of(trace)).source if self.dot is not None else None
 
     def flush(self) -> None:
         if self.pending:

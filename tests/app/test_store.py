@@ -224,7 +224,7 @@ def test_the_event_writer_draws_the_graph_to_dot_draws(store: Store, name: str) 
     assert story == json.dumps(story_document(events), separators=(",", ":"))
 
 
-def test_a_story_that_fails_to_build_does_not_stop_the_events(
+def test_a_story_or_graph_that_fails_to_build_does_not_stop_the_events(
     store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     events = json.loads((GOLDEN_DIR / "nested_checkpoint.json").read_text())["trace"]["events"]
@@ -234,11 +234,13 @@ def test_a_story_that_fails_to_build_does_not_stop_the_events(
     def broken(*_: Any) -> None:
         raise RuntimeError("a story bug")
 
-    assert writer.story is not None
+    assert writer.story is not None and writer.dot is not None
     monkeypatch.setattr(writer.story, "see", broken)
+    monkeypatch.setattr(writer.dot, "see", broken)
     writer.add(events)
     writer.flush()
     assert writer.story is None and writer.story_json(events) is None  # derived when asked for
+    assert writer.dot is None and writer.graph_dot({"events": events}) is None  # no graph, as before
     assert [i["event"] for i in store.items("run1")] == events
 
 
