@@ -270,7 +270,9 @@ LOAD_JS = """
       const n = lens.run ? lens.run.n_events : -1;
       if (!t.events && P.length >= n && n > 0) t.events = now;
       if (!t.story && document.body.dataset.story === "1") t.story = now;
-      if (!t.graph && document.body.dataset.graph === "1") t.graph = now;
+      // "deferred": a graph too big to lay out unasked (Note [Graphs too big to lay out at once]).
+      const g = document.body.dataset.graph;
+      if (!t.graph && (g === "1" || g === "deferred")) t.graph = now;
       if (!t.interactive && t.events && t.story) {
         lens.act("forward");
         document.body.offsetHeight;

@@ -523,8 +523,10 @@ async function loadGraph() {
   try {
     graph.note("Laying out the graph…");
     const dot = await (early.dot || lensData.graphDot());
-    await graph.load(dot); // drawn at the step the views were last rendered at
-    document.body.dataset.graph = "1";
+    // Drawn at the step the views were last rendered at, or once asked for if it is too big to
+    // lay out at once (Note [Graphs too big to lay out at once] in views/graph.js).
+    const drawn = await graph.load(dot, () => (document.body.dataset.graph = "1"));
+    document.body.dataset.graph = drawn === "drawn" ? "1" : "deferred";
   } catch (err) {
     graph.note(`No graph for this run (${err.message}).`);
     document.body.dataset.graph = "0";

@@ -66,3 +66,37 @@ def test_a_run_into_the_event_limit_opens_with_its_banner(
     page.wait_for_function(f"window.lens.player.step === {limit}")
     assert 0 < log_rows(page) < 200
     screenshot(page, "long-run-cut-at-the-limit")
+
+
+# A chain of 2,800 ops: a graph of about 14,000 nodes and edges, too big to lay out unasked.
+CHAIN = '''"""A long chain"""
+import engine as torch
+x = torch.linspace(-1.0, 1.0, 16).requires_grad_()
+h = x
+for _ in range(700):
+    h = (h.sin() * 1.01 + 0.1).tanh()
+h.sum().backward()
+'''
+
+
+def test_a_graph_too_big_to_lay_out_at_once_waits_to_be_asked_for(page: Page, live_server: str) -> None:
+    # Note [Graphs too big to lay out at once] (static/js/views/graph.js): laying it out would
+    # freeze the page, so the panel says how big it is and draws it on request.
+    created = api(live_server, "/api/runs", {"source": CHAIN, "filename": "chain.py"})
+    assert wait_finished(live_server, created["id"])["status"] == "done"
+    page.goto(f"{live_server}{created['url']}")
+    page.wait_for_function("document.body.dataset.graph === 'deferred'", timeout=60_000)
+    offer = page.locator("#view-graph .graph-offer")
+    assert offer.is_visible()
+    assert "nodes and edges" in offer.inner_text()
+    assert page.locator("#view-graph svg").count() == 0
+    # The other views work meanwhile: stepping to the end.
+    page.locator("body").click(position={"x": 5, "y": 5})
+    page.keyboard.press("End")
+    n = int(page.evaluate("window.lens.player.length"))
+    page.wait_for_function(f"window.lens.player.step === {n}")
+    screenshot(page, "long-run-graph-offered")
+    page.locator("#view-graph [data-act=draw]").click()
+    page.wait_for_function("document.body.dataset.graph === '1'", timeout=120_000)
+    assert page.locator("#view-graph svg g.node").count() > 5_000
+    assert page.locator("#view-graph .graph-offer").count() == 0

@@ -42,6 +42,16 @@ let follow = true;
 let ghosts = false;
 const BIG_GRAPH = 1500; // statements in the DOT above which recomputations start collapsed
 
+// Note [Graphs too big to lay out at once]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// Graphviz lays the graph out on the page's own thread, in one call nothing can interrupt, and
+// its time grows faster than the graph: in Chromium on the 2-core machine, 0.4 s for a chain of
+// 2,000 nodes, 1.1 s for 4,000, and 36 s for the 16,000 of a 99k-event run, with the page frozen
+// all that time once the run was done. So a graph whose DOT, folded and collapsed as it opens,
+// is longer than LAYOUT_LIMIT lines (about a node or an edge each) is not laid out on its own:
+// the panel says how big it is and offers to draw it. Every other view works without it.
+const LAYOUT_LIMIT = 12000;
+
 // Per element id: {el, kind, base, cls, present, key...}; edges by endpoint id.
 let els = new Map();
 let edgesByEnd = new Map();
@@ -120,7 +130,9 @@ export function note(text) {
   if (!svg) canvas.innerHTML = `<p class="graph-note">${esc(text)}</p>`;
 }
 
-export async function load(dotText) {
+// Returns "drawn", or "deferred" (Note [Graphs too big to lay out at once]): then `onDrawn` is
+// called once the learner has asked for the graph and it is drawn.
+export async function load(dotText, onDrawn = () => {}) {
   parsed = parseDot(dotText);
   useBrowserFonts(parsed);
   const clusters = clustersOf(parsed);
@@ -137,7 +149,38 @@ export async function load(dotText) {
     big ? [...clusterInfo.values()].filter((c) => c.id.startsWith("r") && c.parent === null && !c.fold).map((c) => c.id) : [],
   );
   fitted = true;
+  const lines = collapseDot(parsed, collapsed, folded, new Map()).split("\n").length;
+  if (lines > LAYOUT_LIMIT) {
+    offerLayout(lines, onDrawn);
+    return "deferred";
+  }
   await layout();
+  return "drawn";
+}
+
+function offerLayout(lines, onDrawn) {
+  canvas.innerHTML = "";
+  const box = document.createElement("div");
+  box.className = "graph-note graph-offer";
+  const text = document.createElement("p");
+  text.textContent =
+    `This run's graph has about ${lines.toLocaleString("en-US")} nodes and edges. Graphviz lays a graph ` +
+    "out in one go, and one this big keeps the page from responding for a while (about half a " +
+    "minute for 30,000). The other panels work without it.";
+  const button = document.createElement("button");
+  button.type = "button";
+  button.dataset.act = "draw";
+  button.textContent = "Draw the graph";
+  button.addEventListener("click", async () => {
+    button.disabled = true;
+    button.textContent = "Laying out the graph…";
+    // Let the browser paint the button's new state before the layout takes the thread.
+    await new Promise((resolve) => requestAnimationFrame(() => setTimeout(resolve, 0)));
+    await layout();
+    onDrawn();
+  });
+  box.append(text, button);
+  canvas.appendChild(box);
 }
 
 // Graphviz sizes each box from its estimate of the text's width. For a family it does not know
@@ -673,6 +716,8 @@ function zoomTo(z) {
 function onTool(e) {
   const act = e.target.dataset && e.target.dataset.act;
   if (!act) return;
+  // Collapse, Expand and Fold lay the graph out again: only once it is drawn (a graph waiting to
+  // be asked for is drawn by its own button: Note [Graphs too big to lay out at once]).
   if (e.type === "click" && act === "fit") {
     fitted = true;
     zoomTo(fitZoom());
@@ -682,15 +727,15 @@ function onTool(e) {
   else if (e.type === "change" && act === "ghosts") {
     ghosts = e.target.checked;
     root.classList.toggle("show-ghosts", ghosts);
-  } else if (e.type === "click" && act === "collapse" && parsed) {
+  } else if (e.type === "click" && act === "collapse" && svg) {
     // Outermost clusters only: collapsing one hides the clusters inside it.
     collapsed = new Set([...clusterInfo.values()].filter((c) => c.parent === null).map((c) => c.id));
     layout();
-  } else if (e.type === "click" && act === "expand" && parsed) {
+  } else if (e.type === "click" && act === "expand" && svg) {
     collapsed = new Set();
     folded = new Set();
     layout();
-  } else if (e.type === "click" && act === "fold" && parsed) {
+  } else if (e.type === "click" && act === "fold" && svg) {
     folded = new Set(foldInfo.keys());
     layout();
   } else if (e.type === "click" && act === "svg" && svg) {
