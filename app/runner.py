@@ -23,7 +23,7 @@ import sys
 import threading
 import warnings
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from types import CodeType, TracebackType
 from typing import Any, TypeVar
@@ -72,15 +72,10 @@ class RunResult:
 
     def to_dict(self) -> dict[str, Any]:
         # Not ``asdict(self)``: that deep-copies the trace, every event of it, only for the
-        # worker to dump it as JSON at once.
-        return {
-            "ok": self.ok,
-            "trace": self.trace,
-            "error": asdict(self.error) if self.error is not None else None,
-            "stdout": self.stdout,
-            "filename": self.filename,
-            "extra": self.extra,
-        }
+        # worker to dump it as JSON at once. The error is the one field that is a dataclass.
+        doc = {f.name: getattr(self, f.name) for f in fields(self)}
+        doc["error"] = asdict(self.error) if self.error is not None else None
+        return doc
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunResult:

@@ -226,6 +226,10 @@ def _compressed(text: str | None) -> bytes | None:
     return zlib.compress(text.encode("utf-8"), ZLIB_LEVEL) if text is not None else None
 
 
+def _decompressed(blob: bytes | None) -> str | None:
+    return zlib.decompress(blob).decode("utf-8") if blob is not None else None
+
+
 def dumps_batch(items: list[dict[str, Any]]) -> bytes:
     """A batch's items as UTF-8 JSON, the same document ``dumps`` writes (Note [Encoding
     batches])."""
@@ -566,7 +570,7 @@ class Store:
     def trace_json(self, run_id: str) -> str | None:
         """The trace document stored when the run finished, if it was."""
         blob = self._column(run_id, "trace")
-        return zlib.decompress(blob).decode("utf-8") if blob is not None else None
+        return _decompressed(blob)
 
     def grads(self, run_id: str) -> dict[str, Any] | None:
         """The final gradients stored when the run finished (``None``: none were reported)."""
@@ -579,7 +583,7 @@ class Store:
         if name not in STORED_DOCUMENTS:
             raise ValueError(f"no stored document {name!r} (stored: {', '.join(STORED_DOCUMENTS)})")
         blob = self._column(run_id, name)
-        return zlib.decompress(blob).decode("utf-8") if blob is not None else None
+        return _decompressed(blob)
 
     def dot(self, run_id: str) -> str | None:
         return self._column(run_id, "dot")  # type: ignore[no-any-return]
@@ -615,7 +619,7 @@ class Store:
                 "ORDER BY last_seq LIMIT ?",
                 (run_id, after_seq, limit),
             ).fetchall()
-        return [Batch(r[0], r[1], zlib.decompress(r[2]).decode("utf-8")) for r in rows]
+        return [Batch(r[0], r[1], _decompressed(r[2]) or "") for r in rows]
 
     def events(self, run_id: str) -> list[dict[str, Any]]:
         """A run's events: from the trace document stored when it finished (a third of the JSON

@@ -98,11 +98,21 @@ class Tx:
             obj = child
         return obj
 
-    def _log(self, op: Literal["set", "add", "remove"], path: tuple[Key, ...], old: Any, new: Any) -> None:
+    def _log(
+        self,
+        op: Literal["set", "add", "remove"],
+        path: tuple[Key, ...],
+        old: Any,
+        new: Any,
+        shared: bool = False,
+    ) -> None:
         if self.record:
             # Under copy on write nothing inserted is ever mutated in place, so the change can
-            # share the inserted value; otherwise later writes would reach it through the state.
-            self.changes.append(Change(op, path, old, new if self.owned is not None else plain(new)))
+            # share the inserted value; otherwise later writes would reach it through the state,
+            # unless it is never written into (``shared``: Note [Values replaced whole]).
+            if not shared and self.owned is None:
+                new = plain(new)
+            self.changes.append(Change(op, path, old, new))
 
     def set(self, path: tuple[Key, ...], value: Any) -> None:
         parent: Any = self._parent(path)
@@ -126,17 +136,14 @@ class Tx:
         never written into: ``value``, plain and held by nobody else, is neither copied nor
         compared deeply beyond ``==`` (Note [Values replaced whole])."""
         parent: Any = self._parent((key,))
+        op: Literal["set", "add"] = "add"
+        old = None
         if key in parent:
-            old = parent[key]
+            op, old = "set", parent[key]
             if _same(old, value):
                 return
-            parent[key] = value
-            if self.record:
-                self.changes.append(Change("set", (key,), old, value))
-        else:
-            parent[key] = value
-            if self.record:
-                self.changes.append(Change("add", (key,), None, value))
+        parent[key] = value
+        self._log(op, (key,), old, value, shared=True)
 
     def remove(self, path: tuple[Key, ...]) -> None:
         parent, key = self._parent(path), path[-1]

@@ -149,16 +149,17 @@ export async function load(dotText, onDrawn = () => {}) {
     big ? [...clusterInfo.values()].filter((c) => c.id.startsWith("r") && c.parent === null && !c.fold).map((c) => c.id) : [],
   );
   fitted = true;
-  const lines = collapseDot(parsed, collapsed, folded, new Map()).split("\n").length;
+  const dot = collapsedDot();
+  const lines = dot.split("\n").length;
   if (lines > LAYOUT_LIMIT) {
-    offerLayout(lines, onDrawn);
+    offerLayout(lines, dot, onDrawn);
     return "deferred";
   }
-  await layout();
+  await layout(null, dot);
   return "drawn";
 }
 
-function offerLayout(lines, onDrawn) {
+function offerLayout(lines, dot, onDrawn) {
   canvas.innerHTML = "";
   const box = document.createElement("div");
   box.className = "graph-note graph-offer";
@@ -176,7 +177,7 @@ function offerLayout(lines, onDrawn) {
     button.textContent = "Laying out the graph…";
     // Let the browser paint the button's new state before the layout takes the thread.
     await new Promise((resolve) => requestAnimationFrame(() => setTimeout(resolve, 0)));
-    await layout();
+    await layout(null, dot);
     onDrawn();
   });
   box.append(text, button);
@@ -200,10 +201,17 @@ function useBrowserFonts(graph) {
 }
 
 // `refocus`: the id of the cluster to give the keyboard focus back to (it was toggled from it).
-async function layout(refocus = null) {
-  const viz = await vizPromise;
+// The DOT as it is drawn: `parsed` with the collapsed clusters and folded groups, each element
+// inside a box recorded in `swallowed`.
+function collapsedDot() {
   swallowed = new Map();
-  const el = viz.renderSVGElement(collapseDot(parsed, collapsed, folded, swallowed));
+  return collapseDot(parsed, collapsed, folded, swallowed);
+}
+
+// `dot`: collapsedDot(), when the caller has just made it.
+async function layout(refocus = null, dot = null) {
+  const viz = await vizPromise;
+  const el = viz.renderSVGElement(dot || collapsedDot());
   hideInfo();
   canvas.innerHTML = "";
   canvas.appendChild(el);
